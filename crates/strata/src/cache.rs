@@ -1,0 +1,1 @@
+//! Block and table caches (written by a helper).

@@ -1,0 +1,1 @@
+//! Sorted string tables (written by a helper).

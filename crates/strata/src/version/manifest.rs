@@ -1,0 +1,1 @@
+//! The manifest log (written by a helper).
