@@ -1,1 +1,267 @@
-//! Block and table caches (written by a helper).
+//! Caches shared by all table readers: decoded data blocks, bounded by bytes
+//! ([`BlockCache`]), and open tables, bounded by count ([`TableCache`]).
+//!
+//! Both are sharded `quick_cache` caches (CLOCK-Pro-like eviction), safe to share
+//! between threads. Blocks are keyed by (file number, block offset); file numbers are
+//! never reused, so a deleted file's blocks can only age out, never be served wrongly.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+
+use crate::error::Result;
+use crate::fs::FileSystem;
+use crate::sstable::{Block, Table, table_file_name};
+
+/// Charges each block its memory footprint.
+#[derive(Debug, Clone, Copy)]
+struct BlockWeighter;
+
+impl Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
+        // Zero-weight items are never evicted, so charge at least 1.
+        block.charge().max(1) as u64
+    }
+}
+
+/// Assumed average block charge, only used to size the cache's shards.
+const TYPICAL_BLOCK_BYTES: u64 = 4096;
+
+/// A byte-bounded cache of decoded blocks keyed by (file number, block offset).
+pub struct BlockCache {
+    /// `None` when the capacity is 0 (caching disabled).
+    inner: Option<Cache<(u64, u64), Arc<Block>, BlockWeighter>>,
+    capacity: u64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity", &self.capacity)
+            .field("usage", &self.usage_bytes())
+            .finish()
+    }
+}
+
+impl BlockCache {
+    /// A cache holding at most `capacity_bytes` of blocks; 0 disables caching.
+    pub fn new(capacity_bytes: usize) -> Self {
+        let capacity = capacity_bytes as u64;
+        let inner = (capacity > 0).then(|| {
+            let items = (capacity / TYPICAL_BLOCK_BYTES).max(1) as usize;
+            Cache::with_weighter(items, capacity, BlockWeighter)
+        });
+        BlockCache {
+            inner,
+            capacity,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The cached block at `offset` of file `file`, counting a hit or a miss.
+    pub fn get(&self, file: u64, offset: u64) -> Option<Arc<Block>> {
+        let found = self.inner.as_ref().and_then(|c| c.get(&(file, offset)));
+        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Caches a block (a block larger than a cache shard is not admitted).
+    pub fn insert(&self, file: u64, offset: u64, block: Arc<Block>) {
+        if let Some(c) = &self.inner {
+            c.insert((file, offset), block);
+        }
+    }
+
+    /// Bytes currently charged.
+    pub fn usage_bytes(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |c| c.weight())
+    }
+
+    /// The configured capacity in bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Blocks cached.
+    pub fn len(&self) -> usize {
+        self.inner.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// True when no block is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Lookups that found their block.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups that did not.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+}
+
+/// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand.
+pub struct TableCache {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    block_cache: Option<Arc<BlockCache>>,
+    /// `None` when `max_open` is 0: every `get` opens the file afresh.
+    tables: Option<Cache<u64, Arc<Table>>>,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache")
+            .field("dir", &self.dir)
+            .field("open", &self.len())
+            .finish()
+    }
+}
+
+impl TableCache {
+    /// A cache of tables in `dir`, reading data blocks through `block_cache`.
+    pub fn new(fs: Arc<dyn FileSystem>, dir: PathBuf, max_open: usize, block_cache: Option<Arc<BlockCache>>) -> Self {
+        TableCache {
+            fs,
+            dir,
+            block_cache,
+            tables: (max_open > 0).then(|| Cache::new(max_open)),
+        }
+    }
+
+    fn open(&self, number: u64) -> Result<Arc<Table>> {
+        let file = self.fs.open(&self.dir.join(table_file_name(number)))?;
+        Ok(Arc::new(Table::open(file, number, self.block_cache.clone())?))
+    }
+
+    /// The open table `number`, opening (and validating) it on a miss. Concurrent
+    /// misses for one number open the file once.
+    pub fn get(&self, number: u64) -> Result<Arc<Table>> {
+        match &self.tables {
+            Some(c) => c.get_or_insert_with(&number, || self.open(number)),
+            None => self.open(number),
+        }
+    }
+
+    /// Forgets table `number` (e.g. before its file is deleted). Readers holding it
+    /// keep it open until they drop it.
+    pub fn evict(&self, number: u64) {
+        if let Some(c) = &self.tables {
+            c.remove(&number);
+        }
+    }
+
+    /// Tables currently open in the cache.
+    pub fn len(&self) -> usize {
+        self.tables.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// True when no table is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The block cache tables read through.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::RealFs;
+    use crate::key::{ValueKind, internal_key};
+    use crate::sstable::block::BlockBuilder;
+    use crate::sstable::{TableBuilder, TableOptions};
+
+    fn block(n: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(16);
+        for i in 0..n {
+            b.add(
+                &internal_key(format!("k{i:06}").as_bytes(), 1, ValueKind::Put),
+                &[7u8; 20],
+            );
+        }
+        Arc::new(Block::decode(b.finish()).expect("block"))
+    }
+
+    #[test]
+    fn block_cache_respects_byte_capacity() {
+        let cap = 1 << 20;
+        let cache = BlockCache::new(cap);
+        let b = block(100);
+        assert!(b.charge() > 3000);
+        for i in 0..2000u64 {
+            cache.insert(i % 7, i * 4096, Arc::clone(&b));
+            assert!(
+                cache.usage_bytes() <= cap as u64,
+                "usage {} after {i}",
+                cache.usage_bytes()
+            );
+        }
+        // Most of the capacity is in use, not a token amount.
+        assert!(cache.usage_bytes() > cap as u64 / 2);
+        assert!(cache.len() < 2000);
+        assert!(cache.get(1999 % 7, 1999 * 4096).is_some());
+        assert!(cache.get(99, 0).is_none());
+        assert_eq!((cache.hits(), cache.misses()), (1, 1));
+    }
+
+    #[test]
+    fn zero_capacity_disables_block_cache() {
+        let cache = BlockCache::new(0);
+        cache.insert(1, 0, block(3));
+        assert!(cache.get(1, 0).is_none());
+        assert_eq!(cache.usage_bytes(), 0);
+        assert_eq!(cache.misses(), 1);
+    }
+
+    fn write_table(dir: &std::path::Path, number: u64) {
+        let path = dir.join(table_file_name(number));
+        let file = RealFs.create(&path).expect("create");
+        let mut b = TableBuilder::new(file, path, TableOptions::default());
+        b.add(
+            &internal_key(format!("key{number}").as_bytes(), number, ValueKind::Put),
+            b"v",
+        )
+        .expect("add");
+        b.finish().expect("finish");
+    }
+
+    #[test]
+    fn table_cache_bounds_open_tables_and_reuses_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for n in 1..=6 {
+            write_table(dir.path(), n);
+        }
+        let blocks = Arc::new(BlockCache::new(1 << 20));
+        let tc = TableCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 2, Some(blocks));
+        let t1 = tc.get(1).expect("open 1");
+        assert!(Arc::ptr_eq(&t1, &tc.get(1).expect("cached 1")));
+        assert_eq!(t1.path(), dir.path().join("000001.sst"));
+        for n in 1..=6 {
+            let t = tc.get(n).expect("open");
+            assert_eq!(t.number(), n);
+            assert!(t.get(format!("key{n}").as_bytes(), n).expect("get").is_some());
+            assert!(tc.len() <= 2, "{} tables open", tc.len());
+        }
+        tc.evict(6);
+        assert!(tc.len() <= 1);
+        let err = tc.get(42).expect_err("missing file");
+        assert!(!err.is_corruption());
+        let uncached = TableCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 0, None);
+        assert!(uncached.get(3).is_ok());
+        assert_eq!(uncached.len(), 0);
+    }
+}

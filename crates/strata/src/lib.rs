@@ -1,17 +1,46 @@
 //! Strata: an embedded LSM-tree storage engine for write-heavy tables with secondary
 //! indexes and heavy deletes.
+//!
+//! A [`Db`] holds named [`Keyspace`]s (independent LSM trees) that share one WAL, one
+//! seqno counter and one manifest, so a [`WriteBatch`] spanning keyspaces is atomic.
+//!
+//! ```
+//! use strata::{Db, Options, WriteBatch};
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = Db::open(dir.path(), Options::default()).unwrap();
+//! let users = db.create_keyspace("users").unwrap();
+//! let by_email = db.create_keyspace("users_by_email").unwrap();
+//! let mut b = WriteBatch::new();
+//! b.put(&users, b"u1", b"alice@example.com");
+//! b.put(&by_email, b"alice@example.com", b"u1");
+//! db.write(b).unwrap();
+//! db.flush().unwrap();
+//! assert_eq!(by_email.get(b"alice@example.com").unwrap().as_deref(), Some(&b"u1"[..]));
+//! ```
+//!
+//! Limits: keys up to [`options::MAX_KEY_SIZE`] bytes, values up to
+//! [`options::MAX_VALUE_SIZE`] bytes, batches up to [`options::MAX_BATCH_SIZE`] bytes;
+//! larger inputs are refused with [`Error::InvalidArgument`] and nothing is written.
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod cache;
 pub mod codec;
+pub mod compaction;
+pub mod db;
 pub mod error;
 pub mod fs;
 pub mod iter;
 pub mod key;
+pub mod memtable;
+pub mod options;
 pub mod range_tombstone;
 pub mod sstable;
 pub mod version;
 pub mod wal;
 
+pub use batch::WriteBatch;
+pub use db::{Db, KeyRange, Keyspace, KeyspaceStats, LevelStats, Scan, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use options::{Clock, ManualClock, Options, SyncPolicy, SystemClock};

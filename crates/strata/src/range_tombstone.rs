@@ -26,3 +26,85 @@ impl RangeTombstone {
         self.seq <= snapshot && seq < self.seq && self.contains(key)
     }
 }
+
+/// Range tombstones visible at one snapshot, fragmented into disjoint pieces so that
+/// "which tombstone covers this key" is a binary search.
+#[derive(Debug, Clone, Default)]
+pub struct RangeDelIndex {
+    /// Disjoint `[start, end)` fragments in order, each with the highest covering seqno.
+    frags: Vec<(Vec<u8>, Vec<u8>, SeqNo)>,
+}
+
+impl RangeDelIndex {
+    /// Builds the index from tombstones, keeping only those visible at `snapshot`.
+    pub fn new(tombstones: impl IntoIterator<Item = RangeTombstone>, snapshot: SeqNo) -> Self {
+        let ts: Vec<RangeTombstone> = tombstones
+            .into_iter()
+            .filter(|t| t.seq <= snapshot && t.start < t.end)
+            .collect();
+        if ts.is_empty() {
+            return RangeDelIndex::default();
+        }
+        let mut bounds: Vec<&[u8]> = ts.iter().flat_map(|t| [t.start.as_slice(), t.end.as_slice()]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut frags = Vec::new();
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            let seq = ts
+                .iter()
+                .filter(|t| t.start.as_slice() <= lo && hi <= t.end.as_slice())
+                .map(|t| t.seq)
+                .max();
+            if let Some(seq) = seq {
+                frags.push((lo.to_vec(), hi.to_vec(), seq));
+            }
+        }
+        RangeDelIndex { frags }
+    }
+
+    /// True when there are no tombstones.
+    pub fn is_empty(&self) -> bool {
+        self.frags.is_empty()
+    }
+
+    /// The highest seqno of a tombstone covering `key`, if any.
+    pub fn covering_seq(&self, key: &[u8]) -> Option<SeqNo> {
+        let i = self.frags.partition_point(|f| f.1.as_slice() <= key);
+        self.frags
+            .get(i)
+            .filter(|f| f.0.as_slice() <= key)
+            .map(|f| f.2)
+    }
+
+    /// True when the version `(key, seq)` is deleted by a tombstone.
+    pub fn deletes(&self, key: &[u8], seq: SeqNo) -> bool {
+        self.covering_seq(key).is_some_and(|s| s > seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str, e: &str, seq: SeqNo) -> RangeTombstone {
+        RangeTombstone {
+            start: s.into(),
+            end: e.into(),
+            seq,
+        }
+    }
+
+    #[test]
+    fn fragments_take_the_highest_seq() {
+        let idx = RangeDelIndex::new(vec![t("a", "m", 5), t("f", "z", 9), t("b", "c", 20)], 10);
+        assert_eq!(idx.covering_seq(b"a"), Some(5));
+        assert_eq!(idx.covering_seq(b"b"), Some(5)); // seq 20 is above the snapshot
+        assert_eq!(idx.covering_seq(b"g"), Some(9));
+        assert_eq!(idx.covering_seq(b"m"), Some(9));
+        assert_eq!(idx.covering_seq(b"z"), None);
+        assert_eq!(idx.covering_seq(b"0"), None);
+        assert!(idx.deletes(b"g", 8));
+        assert!(!idx.deletes(b"g", 9));
+    }
+}

@@ -4,6 +4,7 @@
 //! [`merge::MergingIter`] combines them into one stream in internal-key order; the user
 //! iterator in `db` then applies snapshots and tombstones.
 
+pub mod level;
 pub mod merge;
 
 use crate::error::Result;

@@ -1,1 +1,63 @@
-//! Sorted string tables (written by a helper).
+//! Sorted string tables: immutable files of internal entries in internal-key order.
+//!
+//! This module owns the on-disk table format, the writer ([`TableBuilder`]), the reader
+//! ([`Table`], [`TableIter`]) and the `dump-sst` text summary ([`dump`]).
+//!
+//! # File layout
+//!
+//! ```text
+//! offset 0: data block 0 ++ trailer        (data blocks are contiguous)
+//!           ...
+//!           data block N-1 ++ trailer
+//!           filter block ++ trailer        (bloom filter; empty payload = no filter)
+//!           range-del block ++ trailer     (range tombstones)
+//!           properties block ++ trailer    (counts, bounds, sizes)
+//!           index block ++ trailer         (one fence pointer per data block)
+//! size-80:  footer (80 bytes)
+//! ```
+//!
+//! * **Block trailer** (5 bytes, [`format`]): compression type `u8` (0 none, 1 LZ4 with
+//!   the uncompressed size prepended as u32 LE) ++ `crc32c(payload ++ type)` u32 LE. A
+//!   block handle `(offset, size)` names the stored payload without its trailer.
+//! * **Data and index blocks** ([`block`]): prefix-compressed entries
+//!   `varint shared ++ varint unshared ++ varint value_len ++ key delta ++ value`, then
+//!   restart offsets (u32 LE each) and their count (u32 LE). Keys are internal keys
+//!   (`user_key ++ be64(seq << 8 | kind)`) in strictly increasing
+//!   [`crate::key::compare_internal`] order. Only data blocks are ever compressed.
+//! * **Index entries** ([`index`]): key = the data block's last internal key; value =
+//!   varints `offset, size, min_seq, max_seq, entries`.
+//! * **Filter** ([`bloom`]): blocked bloom filter over user keys, 64-byte lines.
+//! * **Range-del block** ([`range_del`]): `varint count ++ (start, end, varint seq)*`.
+//! * **Properties** ([`properties`]): see [`Properties`].
+//! * **Footer** ([`format::Footer`]): `(offset u64 LE, size u64 LE)` for index, filter,
+//!   properties, range-del; then magic `0x5354524154415354` ("STRATAST") u64 LE, format
+//!   version 1 u32 LE, and `crc32c` of the preceding 76 bytes u32 LE.
+//!
+//! Invariants: every block's checksum is verified on every read from disk; nothing in a
+//! table file can make the reader panic or loop — bad data is an
+//! [`Error::Corruption`](crate::Error::Corruption) naming the file and offset.
+
+pub mod block;
+pub mod bloom;
+mod builder;
+mod dump;
+pub mod format;
+pub mod index;
+pub mod properties;
+pub mod range_del;
+mod reader;
+#[cfg(test)]
+mod tests;
+
+pub use block::{Block, BlockIter};
+pub use builder::{TableBuilder, TableOptions};
+pub use dump::dump;
+pub use format::Compression;
+pub use index::FencePointer;
+pub use properties::Properties;
+pub use reader::{Table, TableIter};
+
+/// The file name of table `number`: at least six digits, e.g. `000123.sst`.
+pub fn table_file_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}

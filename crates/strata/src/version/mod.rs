@@ -1,5 +1,304 @@
-//! Versions: the set of live files per keyspace and level, and the manifest that logs
-//! changes to it.
+//! Versions: the set of live SSTables per keyspace, level and run, and the manifest
+//! that logs every change to it.
+//!
+//! A [`Version`] is immutable; readers and compactions hold an `Arc` to the one they
+//! started with. Each SSTable is a [`TableFile`] shared by every version that lists it;
+//! once an edit removes it, it is marked obsolete and the file is deleted when the last
+//! version (or iterator) holding it lets go.
+//!
+//! Invariants: within a run, files are sorted by key and their user-key ranges are
+//! disjoint (no user key is split across two files of a run); within a level, runs are
+//! ordered newest first; every entry in level `i` is newer than every entry of the same
+//! user key in level `i + 1`, except deferred deletes, which carry the seqno of the
+//! entry they remove and may sit above newer puts (readers and compactions compare
+//! seqnos, never trust level order for them).
 
 pub mod edit;
 pub mod manifest;
+pub mod set;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::cache::TableCache;
+use crate::fs::FileSystem;
+pub use edit::{FileMeta, NewFile, VersionEdit};
+
+/// One SSTable as known to the versions.
+pub struct TableFile {
+    /// What the manifest records.
+    pub meta: FileMeta,
+    obsolete: AtomicBool,
+    path: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    table_cache: Arc<TableCache>,
+}
+
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFile").field("meta", &self.meta).finish()
+    }
+}
+
+impl TableFile {
+    /// The file number.
+    pub fn number(&self) -> u64 {
+        self.meta.number
+    }
+
+    /// True if its user-key range intersects `[lo, hi]` (inclusive; `None` = unbounded).
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        lo.is_none_or(|lo| self.meta.largest.as_slice() >= lo) && hi.is_none_or(|hi| self.meta.smallest.as_slice() <= hi)
+    }
+
+    /// True if `key` lies in its range.
+    pub fn may_hold(&self, key: &[u8]) -> bool {
+        self.meta.smallest.as_slice() <= key && key <= self.meta.largest.as_slice()
+    }
+
+}
+
+/// Marks files removed by a durable edit: each is deleted when its last holder drops it.
+pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
+    for f in files {
+        f.obsolete.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::SeqCst) {
+            self.table_cache.evict(self.meta.number);
+            // A failed unlink only leaks space; the next open sweeps unreferenced files.
+            let _ = self.fs.remove(&self.path);
+        }
+    }
+}
+
+/// A sorted run: files with disjoint, ascending key ranges.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Run id (larger = newer).
+    pub id: u64,
+    /// Files in key order.
+    pub files: Vec<Arc<TableFile>>,
+}
+
+impl Run {
+    /// Total bytes.
+    pub fn size(&self) -> u64 {
+        self.files.iter().map(|f| f.meta.size).sum()
+    }
+
+    /// The file that may hold `key`, found by binary search.
+    pub fn file_for(&self, key: &[u8]) -> Option<&Arc<TableFile>> {
+        let i = self.files.partition_point(|f| f.meta.largest.as_slice() < key);
+        self.files.get(i).filter(|f| f.meta.smallest.as_slice() <= key)
+    }
+
+    /// Files overlapping `[lo, hi]`.
+    pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableFile>> {
+        self.files.iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
+    }
+}
+
+/// One level: runs, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Level {
+    /// Runs, newest first.
+    pub runs: Vec<Run>,
+}
+
+impl Level {
+    /// Total bytes.
+    pub fn size(&self) -> u64 {
+        self.runs.iter().map(Run::size).sum()
+    }
+
+    /// Number of files.
+    pub fn file_count(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+
+    /// Every file of the level.
+    pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.runs.iter().flat_map(|r| r.files.iter())
+    }
+}
+
+/// The LSM tree of one keyspace.
+#[derive(Debug, Clone)]
+pub struct KeyspaceVersion {
+    /// Keyspace id.
+    pub id: u32,
+    /// Keyspace name.
+    pub name: String,
+    /// Levels, 0 = newest.
+    pub levels: Vec<Level>,
+}
+
+impl KeyspaceVersion {
+    /// Index of the deepest non-empty level (0 if all are empty).
+    pub fn last_level(&self) -> usize {
+        self.levels.iter().rposition(|l| !l.runs.is_empty()).unwrap_or(0)
+    }
+
+    /// Every file of the tree.
+    pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.levels.iter().flat_map(Level::files)
+    }
+}
+
+/// The live files of every keyspace at one moment, plus the catalog.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// Keyspaces by id.
+    pub keyspaces: BTreeMap<u32, KeyspaceVersion>,
+    /// Catalog entries (schemas etc.) by name.
+    pub meta: BTreeMap<String, Vec<u8>>,
+}
+
+/// What applying an edit needs to create [`TableFile`]s.
+pub(crate) struct FileContext {
+    pub dir: PathBuf,
+    pub fs: Arc<dyn FileSystem>,
+    pub table_cache: Arc<TableCache>,
+}
+
+impl Version {
+    /// The tree of keyspace `id`.
+    pub fn keyspace(&self, id: u32) -> Option<&KeyspaceVersion> {
+        self.keyspaces.get(&id)
+    }
+
+    /// Applies an edit, producing the next version and the files it removed (except
+    /// those the same edit re-adds: a move). The caller marks the removed files obsolete
+    /// with [`mark_obsolete`] once the edit is durable.
+    pub(crate) fn apply(&self, edit: &VersionEdit, ctx: &FileContext) -> Result<(Version, Vec<Arc<TableFile>>), String> {
+        let mut v = self.clone();
+        for (id, name) in &edit.new_keyspaces {
+            if v.keyspaces.contains_key(id) {
+                return Err(format!("keyspace id {id} created twice"));
+            }
+            v.keyspaces.insert(
+                *id,
+                KeyspaceVersion {
+                    id: *id,
+                    name: name.clone(),
+                    levels: Vec::new(),
+                },
+            );
+        }
+        let mut removed: HashMap<u64, Arc<TableFile>> = HashMap::new();
+        for id in &edit.dropped_keyspaces {
+            let ks = v.keyspaces.remove(id).ok_or_else(|| format!("dropped keyspace {id} does not exist"))?;
+            for f in ks.files() {
+                removed.insert(f.number(), f.clone());
+            }
+        }
+        for (ks_id, number) in &edit.deleted_files {
+            let ks = v.keyspaces.get_mut(ks_id).ok_or_else(|| format!("file {number} removed from unknown keyspace {ks_id}"))?;
+            let mut found = None;
+            for level in &mut ks.levels {
+                for run in &mut level.runs {
+                    if let Some(pos) = run.files.iter().position(|f| f.number() == *number) {
+                        found = Some(run.files.remove(pos));
+                    }
+                }
+                level.runs.retain(|r| !r.files.is_empty());
+            }
+            let f = found.ok_or_else(|| format!("removed file {number} is not in keyspace {ks_id}"))?;
+            removed.insert(*number, f);
+        }
+        for nf in &edit.new_files {
+            let ks = v
+                .keyspaces
+                .get_mut(&nf.keyspace)
+                .ok_or_else(|| format!("file {} added to unknown keyspace {}", nf.meta.number, nf.keyspace))?;
+            let handle = match removed.remove(&nf.meta.number) {
+                Some(h) => h,
+                None => Arc::new(TableFile {
+                    meta: nf.meta.clone(),
+                    obsolete: AtomicBool::new(false),
+                    path: ctx.dir.join(crate::sstable::table_file_name(nf.meta.number)),
+                    fs: ctx.fs.clone(),
+                    table_cache: ctx.table_cache.clone(),
+                }),
+            };
+            let level = nf.level as usize;
+            if level > 64 {
+                return Err(format!("file {} at impossible level {level}", nf.meta.number));
+            }
+            while ks.levels.len() <= level {
+                ks.levels.push(Level::default());
+            }
+            let runs = &mut ks.levels[level].runs;
+            let pos = runs.iter().position(|r| r.id <= nf.run);
+            match pos {
+                Some(p) if runs[p].id == nf.run => {
+                    let files = &mut runs[p].files;
+                    let at = files.partition_point(|f| f.meta.smallest < handle.meta.smallest);
+                    files.insert(at, handle);
+                }
+                Some(p) => runs.insert(
+                    p,
+                    Run {
+                        id: nf.run,
+                        files: vec![handle],
+                    },
+                ),
+                None => runs.push(Run {
+                    id: nf.run,
+                    files: vec![handle],
+                }),
+            }
+        }
+        for ks in v.keyspaces.values_mut() {
+            while ks.levels.last().is_some_and(|l| l.runs.is_empty()) {
+                ks.levels.pop();
+            }
+        }
+        for (k, val) in &edit.meta {
+            match val {
+                Some(b) => {
+                    v.meta.insert(k.clone(), b.clone());
+                }
+                None => {
+                    v.meta.remove(k);
+                }
+            }
+        }
+        Ok((v, removed.into_values().collect()))
+    }
+
+    /// The edit that recreates this version from nothing (first record of a manifest).
+    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
+        let mut e = VersionEdit::default();
+        for ks in self.keyspaces.values() {
+            e.new_keyspaces.push((ks.id, ks.name.clone()));
+            for (li, level) in ks.levels.iter().enumerate() {
+                for run in &level.runs {
+                    for f in &run.files {
+                        e.new_files.push(NewFile {
+                            keyspace: ks.id,
+                            level: li as u32,
+                            run: run.id,
+                            meta: f.meta.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        for (k, v) in &self.meta {
+            e.meta.push((k.clone(), Some(v.clone())));
+        }
+        e
+    }
+
+    /// Numbers of every live file.
+    pub fn live_files(&self) -> Vec<u64> {
+        self.keyspaces.values().flat_map(|k| k.files().map(|f| f.number())).collect()
+    }
+}

@@ -1,0 +1,179 @@
+//! Command-line arguments (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Inspect and edit a Strata database.
+///
+/// Keys and values are UTF-8 text (or hex with --hex). Printed keys and values are
+/// escaped so each stays on one line: `\\` for a backslash, `\t` `\n` `\r` for those
+/// characters, `\xNN` for other control characters and for bytes that are not valid UTF-8.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, about, long_about, propagate_version = true)]
+pub struct Cli {
+    /// Database directory [required except for dump-sst]
+    #[arg(long, value_name = "DIR", env = "STRATA_DB", global = true)]
+    pub db: Option<PathBuf>,
+
+    /// Take keys and values as hex digits (optional 0x prefix) and print them as hex
+    #[arg(long, global = true)]
+    pub hex: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The keyspace a command works on.
+#[derive(Debug, Args)]
+pub struct KeyspaceArg {
+    /// Keyspace to use
+    #[arg(long, short = 'k', value_name = "NAME", default_value = strata::db::DEFAULT_KEYSPACE)]
+    pub keyspace: String,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set KEY to VALUE (creates the database if the directory holds none)
+    Put {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// Key
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        /// Value
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+    /// Print the value of KEY (exit status 1 if it is absent)
+    Get {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// Key
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+    },
+    /// Delete KEY
+    Del {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// Key
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+    },
+    /// Delete every key from START (inclusive) to END (exclusive)
+    DelRange {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// First key deleted
+        #[arg(allow_hyphen_values = true)]
+        start: String,
+        /// First key kept (must sort after START)
+        #[arg(allow_hyphen_values = true)]
+        end: String,
+    },
+    /// Print keys and values in key order as `key<TAB>value` lines
+    Scan(ScanArgs),
+    /// Print levels, files, sizes, tombstones and work counters
+    ///
+    /// The work counters (bytes written, flushes, compactions, write amplification)
+    /// cover only what this process did since it opened the database.
+    Stats {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Flush, then compact a keyspace (all keyspaces when --keyspace is omitted) into
+    /// its last level
+    Compact {
+        /// Keyspace to compact [default: all]
+        #[arg(long, short = 'k', value_name = "NAME")]
+        keyspace: Option<String>,
+    },
+    /// Flush the memtable to level-0 SSTables
+    Flush,
+    /// List the keyspaces
+    Keyspaces,
+    /// Create a keyspace (creates the database if the directory holds none)
+    CreateKeyspace {
+        /// Name of the new keyspace
+        name: String,
+    },
+    /// Drop a keyspace and delete its data
+    DropKeyspace {
+        /// Name of the keyspace
+        name: String,
+    },
+    /// Summarize an SSTable file: footer, properties, bloom filter, fence pointers
+    /// (does not need --db)
+    DumpSst {
+        /// The .sst file
+        file: PathBuf,
+        /// Also print every entry
+        #[arg(long)]
+        entries: bool,
+    },
+}
+
+/// Arguments of `scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub ks: KeyspaceArg,
+    /// Start at this key (inclusive)
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Stop before this key (exclusive)
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Print at most N entries
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Descending key order (with --limit: the last N keys of the range)
+    #[arg(long)]
+    pub reverse: bool,
+    /// Print keys only
+    #[arg(long)]
+    pub keys_only: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn keyspace_defaults_to_default() {
+        let cli = Cli::try_parse_from(["strata", "--db", "d", "get", "k"]).unwrap();
+        match cli.command {
+            Command::Get { ks, key } => {
+                assert_eq!(ks.keyspace, "default");
+                assert_eq!(key, "k");
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hyphen_values_and_global_flags() {
+        let cli = Cli::try_parse_from(["strata", "put", "-k", "ks", "key", "-1", "--db", "d", "--hex"]).unwrap();
+        assert!(cli.hex);
+        assert_eq!(cli.db, Some(PathBuf::from("d")));
+        match cli.command {
+            Command::Put { ks, key, value } => {
+                assert_eq!(
+                    (ks.keyspace.as_str(), key.as_str(), value.as_str()),
+                    ("ks", "key", "-1")
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+}

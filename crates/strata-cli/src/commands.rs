@@ -1,0 +1,330 @@
+//! What each subcommand does.
+
+use std::fmt;
+use std::io::{self, BufWriter, Write};
+use std::ops::Bound;
+use std::path::Path;
+
+use strata::db::DEFAULT_KEYSPACE;
+use strata::{Db, Keyspace, Options, Stats};
+
+use crate::args::{Cli, Command, ScanArgs};
+use crate::bytes::{Encoding, escape, json_string};
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input that clap could not catch (exit status 2, like clap's own errors).
+    Usage(String),
+    /// The database refused or failed.
+    Db(strata::Error),
+    /// Any other failure at run time.
+    Runtime(String),
+    /// Writing the output failed (a closed pipe is not reported).
+    Output(io::Error),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(m) | CliError::Runtime(m) => f.write_str(m),
+            CliError::Db(e) => write!(f, "{e}"),
+            CliError::Output(e) => write!(f, "cannot write output: {e}"),
+        }
+    }
+}
+
+impl From<strata::Error> for CliError {
+    fn from(e: strata::Error) -> Self {
+        CliError::Db(e)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Output(e)
+    }
+}
+
+type Result<T, E = CliError> = std::result::Result<T, E>;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    let enc = Encoding::new(cli.hex);
+    let mut out = BufWriter::new(io::stdout().lock());
+    let db_dir = cli.db.as_deref();
+    match cli.command {
+        Command::Put { ks, key, value } => {
+            let key = decode(enc, "KEY", &key)?;
+            let value = decode(enc, "VALUE", &value)?;
+            let db = open(db_dir, true)?;
+            keyspace(&db, &ks.keyspace)?.put(&key, &value)?;
+            db.close()?;
+        }
+        Command::Get { ks, key } => {
+            let key = decode(enc, "KEY", &key)?;
+            let db = open(db_dir, false)?;
+            let Some(value) = keyspace(&db, &ks.keyspace)?.get(&key)? else {
+                return Err(CliError::Runtime(format!(
+                    "key {} not found in keyspace {:?}",
+                    enc.quote(&key),
+                    ks.keyspace
+                )));
+            };
+            writeln!(out, "{}", enc.encode(&value))?;
+            db.close()?;
+        }
+        Command::Del { ks, key } => {
+            let key = decode(enc, "KEY", &key)?;
+            let db = open(db_dir, false)?;
+            keyspace(&db, &ks.keyspace)?.delete(&key)?;
+            db.close()?;
+        }
+        Command::DelRange { ks, start, end } => {
+            let start = decode(enc, "START", &start)?;
+            let end = decode(enc, "END", &end)?;
+            if start >= end {
+                return Err(CliError::Usage(format!(
+                    "empty range: START {} must sort before END {} (END is exclusive)",
+                    enc.quote(&start),
+                    enc.quote(&end)
+                )));
+            }
+            let db = open(db_dir, false)?;
+            keyspace(&db, &ks.keyspace)?.delete_range(&start[..]..&end[..])?;
+            db.close()?;
+        }
+        Command::Scan(args) => scan(db_dir, enc, args, &mut out)?,
+        Command::Stats { json } => {
+            let db = open(db_dir, false)?;
+            let stats = db.stats();
+            if json {
+                writeln!(out, "{}", stats_json(&stats))?;
+            } else {
+                writeln!(out, "{stats}")?;
+            }
+            db.close()?;
+        }
+        Command::Compact { keyspace: name } => {
+            let db = open(db_dir, false)?;
+            match name {
+                Some(name) => keyspace(&db, &name)?.compact_range::<_, [u8]>(..)?,
+                None => db.compact_range()?,
+            }
+            db.close()?;
+        }
+        Command::Flush => {
+            let db = open(db_dir, false)?;
+            db.flush()?;
+            db.close()?;
+        }
+        Command::Keyspaces => {
+            let db = open(db_dir, false)?;
+            for name in db.list_keyspaces() {
+                writeln!(out, "{}", escape(name.as_bytes()))?;
+            }
+            db.close()?;
+        }
+        Command::CreateKeyspace { name } => {
+            let db = open(db_dir, true)?;
+            db.create_keyspace(&name)?;
+            db.close()?;
+        }
+        Command::DropKeyspace { name } => {
+            let db = open(db_dir, false)?;
+            db.drop_keyspace(&name)?;
+            db.close()?;
+        }
+        Command::DumpSst { file, entries } => {
+            let text = strata::sstable::dump(&strata::fs::RealFs, &file, entries)?;
+            write!(out, "{text}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn decode(enc: Encoding, what: &str, arg: &str) -> Result<Vec<u8>> {
+    enc.decode(what, arg).map_err(CliError::Usage)
+}
+
+/// Opens the database in `dir`; only commands that write may create one.
+fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
+    let Some(dir) = dir else {
+        return Err(CliError::Usage(
+            "no database given: pass --db DIR or set STRATA_DB".into(),
+        ));
+    };
+    let opts = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    Ok(Db::open(dir, opts)?)
+}
+
+/// The keyspace `name`, with the existing names in the error if there is none.
+fn keyspace(db: &Db, name: &str) -> Result<Keyspace> {
+    if name == DEFAULT_KEYSPACE {
+        return Ok(db.default_keyspace());
+    }
+    match db.keyspace(name) {
+        Ok(ks) => Ok(ks),
+        Err(strata::Error::NotFound(_)) => Err(CliError::Runtime(format!(
+            "keyspace {name:?} not found (existing keyspaces: {})",
+            db.list_keyspaces().join(", ")
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn scan(db_dir: Option<&Path>, enc: Encoding, args: ScanArgs, out: &mut impl Write) -> Result<()> {
+    let from = args.from.as_deref().map(|k| decode(enc, "--from", k)).transpose()?;
+    let to = args.to.as_deref().map(|k| decode(enc, "--to", k)).transpose()?;
+    if let (Some(f), Some(t)) = (&from, &to)
+        && f > t
+    {
+        return Err(CliError::Usage(format!(
+            "--from {} sorts after --to {}",
+            enc.quote(f),
+            enc.quote(t)
+        )));
+    }
+    let db = open(db_dir, false)?;
+    let ks = keyspace(&db, &args.ks.keyspace)?;
+    {
+        let lo = from.map_or(Bound::Unbounded, Bound::Included);
+        let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
+        let scan = ks.scan((lo, hi))?;
+        let entries: Box<dyn Iterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>> = if args.reverse {
+            Box::new(scan.rev())
+        } else {
+            Box::new(scan)
+        };
+        for entry in entries.take(args.limit.unwrap_or(usize::MAX)) {
+            let (k, v) = entry?;
+            if args.keys_only {
+                writeln!(out, "{}", enc.encode(&k))?;
+            } else {
+                writeln!(out, "{}\t{}", enc.encode(&k), enc.encode(&v))?;
+            }
+        }
+    }
+    drop(ks);
+    db.close()?;
+    Ok(())
+}
+
+/// The stats as one JSON object.
+fn stats_json(s: &Stats) -> String {
+    let keyspaces: Vec<String> = s
+        .keyspaces
+        .iter()
+        .map(|ks| {
+            let levels: Vec<String> = ks
+                .levels
+                .iter()
+                .map(|l| {
+                    format!(
+                        r#"{{"level":{},"runs":{},"files":{},"bytes":{},"entries":{},"tombstones":{}}}"#,
+                        l.level, l.runs, l.files, l.bytes, l.entries, l.tombstones
+                    )
+                })
+                .collect();
+            format!(
+                r#"{{"name":{},"id":{},"bytes":{},"entries":{},"tombstones":{},"levels":[{}]}}"#,
+                json_string(&ks.name),
+                ks.id,
+                ks.bytes(),
+                ks.entries(),
+                ks.tombstones(),
+                levels.join(",")
+            )
+        })
+        .collect();
+    let wa = if s.write_amplification.is_finite() {
+        format!("{}", s.write_amplification)
+    } else {
+        "null".to_string()
+    };
+    let bg = s.background_error.as_deref().map_or("null".to_string(), json_string);
+    let counters = [
+        ("total_bytes", s.total_bytes()),
+        ("user_bytes_written", s.user_bytes_written),
+        ("user_ops_written", s.user_ops_written),
+        ("wal_bytes_written", s.wal_bytes_written),
+        ("wal_syncs", s.wal_syncs),
+        ("flushes", s.flushes),
+        ("flush_bytes_written", s.flush_bytes_written),
+        ("compactions", s.compactions),
+        ("trivial_moves", s.trivial_moves),
+        ("compaction_bytes_read", s.compaction_bytes_read),
+        ("compaction_bytes_written", s.compaction_bytes_written),
+        ("stalls", s.stalls),
+        ("stall_micros", s.stall_micros),
+        ("memtable_bytes", s.memtable_bytes),
+        ("immutable_memtables", s.immutable_memtables as u64),
+        ("block_cache_usage", s.block_cache_usage),
+        ("block_cache_capacity", s.block_cache_capacity),
+        ("last_seq", s.last_seq),
+        ("snapshots", s.snapshots as u64),
+    ];
+    let mut fields = vec![format!(r#""keyspaces":[{}]"#, keyspaces.join(","))];
+    fields.push(format!(r#""write_amplification":{wa}"#));
+    fields.extend(counters.iter().map(|(k, v)| format!(r#""{k}":{v}"#)));
+    fields.push(format!(r#""background_error":{bg}"#));
+    format!("{{{}}}", fields.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use strata::{KeyspaceStats, LevelStats};
+
+    use super::*;
+
+    #[test]
+    fn stats_json_has_levels_and_counters() {
+        let s = Stats {
+            keyspaces: vec![KeyspaceStats {
+                name: "a\"b".into(),
+                id: 3,
+                levels: vec![LevelStats {
+                    level: 0,
+                    runs: 2,
+                    files: 2,
+                    bytes: 100,
+                    entries: 7,
+                    tombstones: 1,
+                }],
+            }],
+            flushes: 4,
+            write_amplification: 1.5,
+            background_error: Some("boom".into()),
+            ..Stats::default()
+        };
+        let j = stats_json(&s);
+        assert!(j.starts_with('{') && j.ends_with('}'), "{j}");
+        assert!(
+            j.contains(r#""name":"a\"b","id":3,"bytes":100,"entries":7,"tombstones":1"#),
+            "{j}"
+        );
+        assert!(
+            j.contains(r#""levels":[{"level":0,"runs":2,"files":2,"bytes":100,"entries":7,"tombstones":1}]"#),
+            "{j}"
+        );
+        assert!(j.contains(r#""write_amplification":1.5"#), "{j}");
+        assert!(j.contains(r#""flushes":4"#), "{j}");
+        assert!(j.contains(r#""background_error":"boom""#), "{j}");
+    }
+
+    #[test]
+    fn stats_json_maps_non_finite_amplification_to_null() {
+        let s = Stats {
+            write_amplification: f64::NAN,
+            ..Stats::default()
+        };
+        let j = stats_json(&s);
+        assert!(j.contains(r#""write_amplification":null"#), "{j}");
+        assert!(j.contains(r#""keyspaces":[]"#), "{j}");
+        assert!(j.contains(r#""background_error":null"#), "{j}");
+    }
+}

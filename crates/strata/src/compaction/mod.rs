@@ -1,0 +1,13 @@
+//! Compaction: choosing what to merge ([`picker`]), the keep/drop rules of the merge
+//! ([`rules`]), running a merge ([`job`]) and writing its output ([`output`]).
+//! Flushes reuse the rules and the output writer.
+
+pub mod job;
+pub mod output;
+pub mod picker;
+pub mod rules;
+
+pub use job::{DropSink, JobResult, NoSink, run_compaction};
+pub use output::{JobContext, OutputWriter};
+pub use picker::{CompactionPicker, CompactionTask};
+pub use rules::{Decision, DropRules};

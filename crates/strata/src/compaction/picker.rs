@@ -1,0 +1,300 @@
+//! Choosing the next compaction: which runs and files to merge, and where the output
+//! goes.
+//!
+//! Every level has a score; the highest score of at least 1 wins:
+//! * level 0: runs / `l0_compaction_trigger`;
+//! * a leveled level (one run): bytes / capacity, capacity = memtable budget x T^i;
+//!   it compacts one file at a time (round-robin over the key space) into the
+//!   overlapping files of the next level, or moves the file down when nothing overlaps;
+//! * a tiered level (up to K runs): runs / (K + 1); all its runs merge into one new run
+//!   of the next level (or into the leveled last level under lazy leveling).
+//!
+//! Files already being compacted are never picked twice.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::options::Options;
+use crate::version::{KeyspaceVersion, TableFile, Version};
+
+/// The runs of one level taking part in a compaction.
+#[derive(Debug, Clone)]
+pub struct InputRun {
+    /// Level of the run.
+    pub level: usize,
+    /// Run id.
+    pub run: u64,
+    /// Its files taking part, in key order.
+    pub files: Vec<Arc<TableFile>>,
+}
+
+/// A compaction to run.
+#[derive(Debug, Clone)]
+pub struct CompactionTask {
+    /// Keyspace id.
+    pub keyspace: u32,
+    /// Input runs, newest first.
+    pub inputs: Vec<InputRun>,
+    /// Level receiving the output.
+    pub output_level: usize,
+    /// Run receiving the output (`None` = a new run, newest of its level).
+    pub output_run: Option<u64>,
+    /// Nothing older than the inputs exists in their key range.
+    pub bottommost: bool,
+    /// Move the files without rewriting them.
+    pub trivial_move: bool,
+    /// Why it was picked (for stats and logs).
+    pub reason: &'static str,
+}
+
+impl CompactionTask {
+    /// Every input file.
+    pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.inputs.iter().flat_map(|r| r.files.iter())
+    }
+
+    /// Total input bytes.
+    pub fn input_bytes(&self) -> u64 {
+        self.files().map(|f| f.meta.size).sum()
+    }
+}
+
+fn key_range<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut r: Option<(Vec<u8>, Vec<u8>)> = None;
+    for f in files {
+        r = Some(match r {
+            None => (f.meta.smallest.clone(), f.meta.largest.clone()),
+            Some((lo, hi)) => (lo.min(f.meta.smallest.clone()), hi.max(f.meta.largest.clone())),
+        });
+    }
+    r
+}
+
+/// True if nothing outside the task can hold data older than its inputs in their key
+/// range: no deeper level overlaps, and no other run of the output level does.
+pub fn is_bottommost(ks: &KeyspaceVersion, inputs: &[InputRun], output_level: usize, output_run: Option<u64>) -> bool {
+    let Some((lo, hi)) = key_range(inputs.iter().flat_map(|r| r.files.iter())) else {
+        return true;
+    };
+    let input_files: HashSet<u64> = inputs.iter().flat_map(|r| r.files.iter().map(|f| f.number())).collect();
+    for (li, level) in ks.levels.iter().enumerate() {
+        if li < output_level {
+            continue;
+        }
+        for run in &level.runs {
+            let same_run = li == output_level && Some(run.id) == output_run;
+            for f in &run.files {
+                if input_files.contains(&f.number()) {
+                    continue;
+                }
+                if f.overlaps(Some(&lo), Some(&hi)) && !(same_run && li == output_level) {
+                    return false;
+                }
+                // Files of the output run outside the inputs do not overlap them.
+            }
+        }
+    }
+    true
+}
+
+/// Picks compactions; keeps the round-robin cursor of each leveled level.
+#[derive(Debug, Default)]
+pub struct CompactionPicker {
+    cursors: HashMap<(u32, usize), Vec<u8>>,
+}
+
+impl CompactionPicker {
+    /// The most urgent compaction over all keyspaces, avoiding `busy` files.
+    pub fn pick(&mut self, version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+        let mut candidates: Vec<(f64, u32, usize)> = Vec::new();
+        for ks in version.keyspaces.values() {
+            let last = ks.last_level();
+            for (li, level) in ks.levels.iter().enumerate() {
+                let score = if li == 0 {
+                    level.runs.len() as f64 / opts.l0_compaction_trigger as f64
+                } else if opts.is_leveled(li, last) {
+                    level.size() as f64 / opts.level_capacity(li) as f64
+                } else {
+                    level.runs.len() as f64 / (opts.runs_per_level + 1) as f64
+                };
+                if score >= 1.0 {
+                    candidates.push((score, ks.id, li));
+                }
+            }
+        }
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, ks_id, li) in candidates {
+            let ks = version.keyspace(ks_id)?;
+            if let Some(t) = self.pick_level(ks, li, opts, busy) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    fn pick_level(&mut self, ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+        let last = ks.last_level();
+        let level = ks.levels.get(li)?;
+        let is_busy = |f: &Arc<TableFile>| busy.contains(&f.number());
+        if opts.is_leveled(li, last) {
+            if opts.lazy_leveling && opts.runs_per_level > 1 && li == last {
+                // The leveled last level outgrew its capacity: push it down whole so the
+                // level above it becomes tiered.
+                if level.files().any(is_busy) {
+                    return None;
+                }
+                let run = level.runs.first()?;
+                return Some(CompactionTask {
+                    keyspace: ks.id,
+                    inputs: level
+                        .runs
+                        .iter()
+                        .map(|r| InputRun { level: li, run: r.id, files: r.files.clone() })
+                        .collect(),
+                    output_level: li + 1,
+                    output_run: Some(run.id),
+                    bottommost: true,
+                    trivial_move: level.runs.len() == 1,
+                    reason: "lazy-leveling-push",
+                });
+            }
+            return self.pick_leveled_file(ks, li, opts, busy);
+        }
+        // Level 0 or a tiered level: merge all its runs.
+        if level.files().any(is_busy) || level.runs.is_empty() {
+            return None;
+        }
+        let inputs: Vec<InputRun> = level
+            .runs
+            .iter()
+            .map(|r| InputRun { level: li, run: r.id, files: r.files.clone() })
+            .collect();
+        let out = li + 1;
+        let out_is_last = out >= last;
+        let out_leveled = opts.runs_per_level == 1 || (opts.lazy_leveling && out_is_last && out == last);
+        self.into_next_level(ks, inputs, out, out_leveled, opts, busy, if li == 0 { "l0" } else { "tiered" })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn into_next_level(
+        &self,
+        ks: &KeyspaceVersion,
+        mut inputs: Vec<InputRun>,
+        out: usize,
+        out_leveled: bool,
+        _opts: &Options,
+        busy: &HashSet<u64>,
+        reason: &'static str,
+    ) -> Option<CompactionTask> {
+        let mut output_run = None;
+        let mut trivial = false;
+        if out_leveled {
+            let (lo, hi) = key_range(inputs.iter().flat_map(|r| r.files.iter()))?;
+            if let Some(next) = ks.levels.get(out) {
+                if let Some(run) = next.runs.first() {
+                    output_run = Some(run.id);
+                    let over = run.overlapping(Some(&lo), Some(&hi));
+                    if over.iter().any(|f| busy.contains(&f.number())) {
+                        return None;
+                    }
+                    if !over.is_empty() {
+                        inputs.push(InputRun { level: out, run: run.id, files: over });
+                    }
+                }
+            }
+            trivial = inputs.len() == 1 || (inputs.iter().all(|r| r.level < out) && pairwise_disjoint(&inputs));
+            if trivial && inputs.iter().any(|r| r.level == out) {
+                trivial = false;
+            }
+        }
+        let bottommost = is_bottommost(ks, &inputs, out, output_run);
+        Some(CompactionTask {
+            keyspace: ks.id,
+            inputs,
+            output_level: out,
+            output_run,
+            bottommost,
+            trivial_move: trivial,
+            reason,
+        })
+    }
+
+    fn pick_leveled_file(&mut self, ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+        let level = ks.levels.get(li)?;
+        let run = level.runs.first()?;
+        let cursor = self.cursors.get(&(ks.id, li)).cloned().unwrap_or_default();
+        let n = run.files.len();
+        let start = run.files.partition_point(|f| f.meta.smallest <= cursor);
+        for k in 0..n {
+            let f = &run.files[(start + k) % n];
+            if busy.contains(&f.number()) {
+                continue;
+            }
+            let inputs = vec![InputRun { level: li, run: run.id, files: vec![f.clone()] }];
+            if let Some(t) = self.into_next_level(ks, inputs, li + 1, true, opts, busy, "leveled") {
+                self.cursors.insert((ks.id, li), f.meta.largest.clone());
+                return Some(t);
+            }
+        }
+        None
+    }
+}
+
+fn pairwise_disjoint(inputs: &[InputRun]) -> bool {
+    let mut files: Vec<&Arc<TableFile>> = inputs.iter().flat_map(|r| r.files.iter()).collect();
+    files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
+    files.windows(2).all(|w| w[0].meta.largest < w[1].meta.smallest)
+}
+
+/// A manual compaction of everything overlapping `[lo, hi]` (closed under overlap) in
+/// one keyspace, into its deepest level. `None` if the keyspace is empty there or a
+/// needed file is busy.
+pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, busy: &HashSet<u64>) -> Result<Option<CompactionTask>, ()> {
+    let (mut lo, mut hi) = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
+    let mut chosen: HashSet<u64> = HashSet::new();
+    loop {
+        let before = chosen.len();
+        for f in ks.files() {
+            if f.overlaps(lo.as_deref(), hi.as_deref()) && chosen.insert(f.number()) {
+                if lo.as_ref().is_some_and(|l| &f.meta.smallest < l) {
+                    lo = Some(f.meta.smallest.clone());
+                }
+                if hi.as_ref().is_some_and(|h| &f.meta.largest > h) {
+                    hi = Some(f.meta.largest.clone());
+                }
+            }
+        }
+        if chosen.len() == before {
+            break;
+        }
+    }
+    if chosen.is_empty() {
+        return Ok(None);
+    }
+    if chosen.iter().any(|n| busy.contains(n)) {
+        return Err(());
+    }
+    let mut inputs = Vec::new();
+    for (li, level) in ks.levels.iter().enumerate() {
+        for run in &level.runs {
+            let files: Vec<_> = run.files.iter().filter(|f| chosen.contains(&f.number())).cloned().collect();
+            if !files.is_empty() {
+                inputs.push(InputRun { level: li, run: run.id, files });
+            }
+        }
+    }
+    let out = ks.last_level().max(1);
+    let output_run = ks.levels.get(out).and_then(|l| l.runs.last()).map(|r| r.id);
+    // Only the oldest run of the output level may receive the result in place; any
+    // other run there is fully inside the inputs (closure) or disjoint from them.
+    let bottommost = is_bottommost(ks, &inputs, out, output_run);
+    Ok(Some(CompactionTask {
+        keyspace: ks.id,
+        inputs,
+        output_level: out,
+        output_run,
+        bottommost,
+        trivial_move: false,
+        reason: "manual",
+    }))
+}

@@ -1,0 +1,172 @@
+//! The rules by which a flush or compaction decides, entry by entry, what to keep.
+//!
+//! Entries arrive in internal-key order: per user key, newest seqno first, and at an
+//! equal seqno a `DeferredDelete` before the `Put` it names. Live snapshots cut the
+//! seqno axis into *stripes*; a reader in one stripe cannot tell two entries of the same
+//! stripe apart, so only the newest entry of each stripe is needed:
+//!
+//! ```text
+//!   snapshots:        s1=15            s2=40
+//!   seqno axis:  ------|----------------|--------->
+//!   stripe:        0   |       1        |    2
+//!   key k:  Put@52 keep (newest in 2) | Put@45 drop (shadowed in 2)
+//!           Del@30 keep (newest in 1) | Put@10 keep (newest in 0)
+//! ```
+//!
+//! 1. **Shadowed**: an entry older than a kept entry of the same stripe is dropped.
+//!    A dropped `Put` is reported to the caller (deferred index maintenance turns it into
+//!    secondary deletes). Shadowed *tombstones* are kept until the bottommost level in
+//!    keyspaces that receive deferred deletes (`keep_shadowed_tombstones`): the newer
+//!    entry that shadows them may itself be annihilated later by a deferred delete.
+//! 2. **Range-deleted**: an entry covered by an input range tombstone with a higher
+//!    seqno in the same stripe is dropped (and reported like a shadowed `Put`).
+//! 3. **Bottommost tombstones**: a point tombstone (delete or deferred delete) that is
+//!    the newest entry of stripe 0 is dropped when nothing older can exist below the
+//!    compaction (`bottommost`); the entries it hid are shadowed and go too. This is how
+//!    a `DeferredDelete(k, s)` and the `Put(k, s)` it names annihilate. Range tombstones
+//!    in stripe 0 are dropped at the bottommost level likewise.
+//!
+//! No rule trusts "newer run means newer entry": deferred deletes arrive late with old
+//! seqnos, so every decision compares seqnos.
+
+use crate::key::{ParsedKey, SeqNo, ValueKind};
+use crate::range_tombstone::RangeTombstone;
+
+/// What to do with one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Write it to the output.
+    Keep,
+    /// Drop it; it was a `Put` whose version is now gone (report it).
+    DropPut,
+    /// Drop it silently (a tombstone that is no longer needed).
+    DropTombstone,
+}
+
+/// Per-job state of the keep/drop rules.
+#[derive(Debug)]
+pub struct DropRules {
+    snapshots: Vec<SeqNo>,
+    bottommost: bool,
+    keep_shadowed_tombstones: bool,
+    range_dels: Vec<RangeTombstone>,
+    cur_key: Vec<u8>,
+    has_key: bool,
+    last_stripe: Option<usize>,
+}
+
+impl DropRules {
+    /// `snapshots` must be sorted ascending; `range_dels` are all range tombstones of
+    /// the inputs.
+    pub fn new(snapshots: Vec<SeqNo>, bottommost: bool, keep_shadowed_tombstones: bool, range_dels: Vec<RangeTombstone>) -> Self {
+        DropRules {
+            snapshots,
+            bottommost,
+            keep_shadowed_tombstones,
+            range_dels,
+            cur_key: Vec::new(),
+            has_key: false,
+            last_stripe: None,
+        }
+    }
+
+    fn stripe(&self, seq: SeqNo) -> usize {
+        self.snapshots.partition_point(|s| *s < seq)
+    }
+
+    fn range_deleted(&self, key: &[u8], seq: SeqNo, stripe: usize) -> bool {
+        self.range_dels
+            .iter()
+            .any(|t| t.seq > seq && t.contains(key) && self.stripe(t.seq) == stripe)
+    }
+
+    /// Decides the fate of the next entry (entries must come in internal-key order).
+    pub fn decide(&mut self, p: &ParsedKey<'_>) -> Decision {
+        if !self.has_key || self.cur_key.as_slice() != p.user_key {
+            self.cur_key.clear();
+            self.cur_key.extend_from_slice(p.user_key);
+            self.has_key = true;
+            self.last_stripe = None;
+        }
+        let stripe = self.stripe(p.seq);
+        let is_put = p.kind == ValueKind::Put;
+        if !self.range_dels.is_empty() && self.range_deleted(p.user_key, p.seq, stripe) {
+            return if is_put { Decision::DropPut } else { Decision::DropTombstone };
+        }
+        if self.last_stripe == Some(stripe) {
+            return if is_put {
+                Decision::DropPut
+            } else if self.keep_shadowed_tombstones && !self.bottommost {
+                Decision::Keep
+            } else {
+                Decision::DropTombstone
+            };
+        }
+        self.last_stripe = Some(stripe);
+        if !is_put && self.bottommost && stripe == 0 {
+            return Decision::DropTombstone;
+        }
+        Decision::Keep
+    }
+
+    /// Range tombstones the output must keep.
+    pub fn surviving_range_dels(&self) -> Vec<RangeTombstone> {
+        self.range_dels
+            .iter()
+            .filter(|t| !(self.bottommost && self.stripe(t.seq) == 0))
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(k: &'static [u8], seq: SeqNo, kind: ValueKind) -> ParsedKey<'static> {
+        ParsedKey { user_key: k, seq, kind }
+    }
+
+    #[test]
+    fn newest_per_stripe_survives() {
+        let mut r = DropRules::new(vec![15, 40], false, false, vec![]);
+        assert_eq!(r.decide(&p(b"k", 52, ValueKind::Put)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"k", 45, ValueKind::Put)), Decision::DropPut);
+        assert_eq!(r.decide(&p(b"k", 30, ValueKind::Delete)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"k", 10, ValueKind::Put)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"l", 9, ValueKind::Put)), Decision::Keep);
+    }
+
+    #[test]
+    fn deferred_delete_annihilates_its_put_at_bottom() {
+        let mut r = DropRules::new(vec![], true, true, vec![]);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::DropTombstone);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
+        // Above the bottom the deferred delete stays, its put goes.
+        let mut r = DropRules::new(vec![], false, true, vec![]);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
+    }
+
+    #[test]
+    fn newer_put_is_untouched_by_older_deferred_delete() {
+        let mut r = DropRules::new(vec![], false, true, vec![]);
+        assert_eq!(r.decide(&p(b"k", 9, ValueKind::Put)), Decision::Keep);
+        // Shadowed but kept: a later DeferredDelete(k, 9) must not expose an older put.
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
+    }
+
+    #[test]
+    fn range_tombstone_drops_covered_entries_in_its_stripe() {
+        let rt = RangeTombstone { start: b"a".to_vec(), end: b"m".to_vec(), seq: 20 };
+        let mut r = DropRules::new(vec![10], false, false, vec![rt]);
+        assert_eq!(r.decide(&p(b"c", 15, ValueKind::Put)), Decision::DropPut);
+        // Seq 5 is visible to snapshot 10, which the tombstone (20) is not.
+        assert_eq!(r.decide(&p(b"c", 5, ValueKind::Put)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"z", 15, ValueKind::Put)), Decision::Keep);
+        assert_eq!(r.surviving_range_dels().len(), 1);
+        let r = DropRules::new(vec![], true, false, vec![RangeTombstone { start: b"a".to_vec(), end: b"b".to_vec(), seq: 3 }]);
+        assert!(r.surviving_range_dels().is_empty());
+    }
+}

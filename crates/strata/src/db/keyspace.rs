@@ -1,0 +1,114 @@
+//! Keyspace handles: the per-tree face of the database.
+
+use std::sync::Arc;
+
+use super::{DbInner, KeyRange, Scan};
+use crate::batch::{KeyspaceId, WriteBatch};
+use crate::error::Result;
+use crate::key::SeqNo;
+
+/// A handle on one keyspace (an LSM tree) of a database. Cheap to clone. Operations
+/// on a handle whose database was closed return `Error::Closed`; on a dropped keyspace,
+/// `Error::NotFound`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+/// let ks = db.create_keyspace("events").unwrap();
+/// ks.put(b"2024-01-01", b"new year").unwrap();
+/// ks.put(b"2024-02-01", b"february").unwrap();
+/// let newest_first: Vec<_> = ks.scan(..).unwrap().rev().map(|r| r.unwrap().0).collect();
+/// assert_eq!(newest_first, vec![b"2024-02-01".to_vec(), b"2024-01-01".to_vec()]);
+/// ```
+#[derive(Clone)]
+pub struct Keyspace {
+    inner: Arc<DbInner>,
+    id: u32,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace").field("name", &self.name).field("id", &self.id).finish()
+    }
+}
+
+impl KeyspaceId for Keyspace {
+    fn keyspace_id(&self) -> u32 {
+        self.id
+    }
+}
+
+impl Keyspace {
+    pub(crate) fn new(inner: Arc<DbInner>, id: u32, name: Arc<str>) -> Self {
+        Keyspace { inner, id, name }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<DbInner> {
+        &self.inner
+    }
+
+    /// The keyspace's id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn write1(&self, f: impl FnOnce(&mut WriteBatch)) -> Result<()> {
+        let mut b = WriteBatch::new();
+        f(&mut b);
+        self.inner.write(b).map(|_| ())
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write1(|b| b.put(self, key, value))
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.write1(|b| b.delete(self, key))
+    }
+
+    /// Deletes every key in `start..end`; an empty range is an `InvalidArgument` error.
+    pub fn delete_range(&self, range: std::ops::Range<&[u8]>) -> Result<()> {
+        self.write1(|b| b.delete_range(self, range.start, range.end))
+    }
+
+    /// The latest value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_versioned(key)?.map(|(_, v)| v))
+    }
+
+    /// The latest value of `key` with the seqno that wrote it.
+    pub fn get_versioned(&self, key: &[u8]) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        self.inner.check_open()?;
+        self.inner.get_latest(self.id, key)
+    }
+
+    /// Scans the latest data in `range`; use `.rev()` for descending order.
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
+        self.inner.check_open()?;
+        let (lo, hi) = range.into_bounds();
+        // A scan pins its own snapshot so a long scan's versions are not compacted away
+        // under it.
+        let snap = super::Snapshot::new(self.inner.clone());
+        let seq = snap.seq();
+        Scan::new(&self.inner, self.id, seq, lo, hi, Some(snap))
+    }
+
+    /// Compacts the part of this keyspace overlapping `range` into its last level.
+    pub fn compact_range(&self, range: impl KeyRange) -> Result<()> {
+        self.inner.flush_and_wait()?;
+        let (lo, hi) = range.into_bounds();
+        let b = |x: &std::ops::Bound<Vec<u8>>| match x {
+            std::ops::Bound::Included(v) | std::ops::Bound::Excluded(v) => Some(v.clone()),
+            std::ops::Bound::Unbounded => None,
+        };
+        self.inner.compact_keyspace(self.id, b(&lo), b(&hi))
+    }
+}

@@ -1,0 +1,463 @@
+//! The database: keyspaces, the write path and the read path, and the background work
+//! that keeps the trees in shape.
+//!
+//! Write path: `WriteBatch` -> group commit (`write`) -> WAL -> memtable; a full
+//! memtable is frozen and flushed by a background thread into one level-0 run per
+//! keyspace (`background`). Read path (`read`): memtables newest first, then each
+//! level's runs newest first, merged by seqno; a read at a snapshot sees exactly the
+//! entries with seqno <= the snapshot.
+//!
+//! What a reader sees is one [`SuperVersion`]: the active memtable, the frozen ones and
+//! the SSTable version, swapped together so no entry is ever missed or seen half-moved.
+
+mod background;
+mod keyspace;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::{CompactionPicker, JobContext};
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::version::Version;
+use crate::version::set::VersionSet;
+use crate::wal;
+
+pub use keyspace::Keyspace;
+pub use read::{KeyRange, Scan};
+pub use snapshot::Snapshot;
+pub use stats::{KeyspaceStats, LevelStats, Stats};
+
+/// Name of the keyspace every database has.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// What one reader works against: memtables and SSTables swapped as one.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Frozen memtables, newest first.
+    pub imm: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+pub(crate) struct BgState {
+    pub busy: HashSet<u64>,
+    pub flushing: bool,
+    pub manual: usize,
+    pub error: Option<String>,
+    pub shutdown: bool,
+}
+
+pub(crate) struct WalState {
+    pub writer: wal::Writer,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub table_cache: Arc<TableCache>,
+    pub block_cache: Option<Arc<BlockCache>>,
+    pub versions: Mutex<VersionSet>,
+    pub sv: RwLock<Arc<SuperVersion>>,
+    pub wal: Mutex<Option<WalState>>,
+    pub queue: Mutex<write::WriteQueue>,
+    pub queue_cv: Condvar,
+    /// Last seqno handed to a writer.
+    pub last_seq: AtomicU64,
+    /// Last seqno whose batch is fully in the memtable (what new readers see).
+    pub visible_seq: AtomicU64,
+    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    pub bg: Mutex<BgState>,
+    pub bg_cv: Condvar,
+    pub picker: Mutex<CompactionPicker>,
+    pub counters: stats::Counters,
+    pub job_ctx: JobContext,
+    pub closed: AtomicBool,
+    pub _lock: std::fs::File,
+}
+
+/// An open database.
+///
+/// ```
+/// use strata::{Db, Options};
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options::default()).unwrap();
+/// db.put(b"k1", b"v1").unwrap();
+/// db.put(b"k2", b"v2").unwrap();
+/// db.delete(b"k1").unwrap();
+/// assert_eq!(db.get(b"k1").unwrap(), None);
+/// let all: Vec<_> = db.scan(..).unwrap().collect::<Result<_, _>>().unwrap();
+/// assert_eq!(all, vec![(b"k2".to_vec(), b"v2".to_vec())]);
+/// ```
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Vec<JoinHandle<()>>,
+    default: Keyspace,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in directory `path`,
+    /// recovering from the manifest and replaying the WAL.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = Arc::new(open::open_inner(path.as_ref(), opts)?);
+        let mut threads = Vec::new();
+        for i in 0..inner.opts.background_threads {
+            let inner2 = inner.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("strata-bg-{i}"))
+                .spawn(move || background::worker(&inner2))
+                .map_err(|e| Error::io(&inner.dir, e))?;
+            threads.push(h);
+        }
+        let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
+        inner.bg_cv.notify_all();
+        Ok(Db { inner, threads, default })
+    }
+
+    /// The directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// The keyspace named "default".
+    pub fn default_keyspace(&self) -> Keyspace {
+        self.default.clone()
+    }
+
+    /// Creates a new keyspace (an independent LSM tree sharing this database's WAL,
+    /// seqnos and manifest).
+    pub fn create_keyspace(&self, name: &str) -> Result<Keyspace> {
+        let id = self.inner.create_keyspace(name)?;
+        Ok(Keyspace::new(self.inner.clone(), id, name.into()))
+    }
+
+    /// Opens an existing keyspace by name.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        let id = self.inner.keyspace_id(name)?;
+        Ok(Keyspace::new(self.inner.clone(), id, name.into()))
+    }
+
+    /// Opens a keyspace, creating it if needed.
+    pub fn keyspace_or_create(&self, name: &str) -> Result<Keyspace> {
+        match self.keyspace(name) {
+            Err(Error::NotFound(_)) => self.create_keyspace(name),
+            r => r,
+        }
+    }
+
+    /// Names of all keyspaces, sorted.
+    pub fn list_keyspaces(&self) -> Vec<String> {
+        let v = self.inner.current().version.clone();
+        let mut names: Vec<String> = v.keyspaces.values().map(|k| k.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// Drops a keyspace and (once no reader uses them) deletes its files.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.drop_keyspace(name)
+    }
+
+    /// Sets `key` to `value` in the default keyspace.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.default.put(key, value)
+    }
+
+    /// Reads `key` from the default keyspace.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.default.get(key)
+    }
+
+    /// Deletes `key` from the default keyspace.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.default.delete(key)
+    }
+
+    /// Deletes every key in `range` (`start..end`) of the default keyspace.
+    pub fn delete_range(&self, range: std::ops::Range<&[u8]>) -> Result<()> {
+        self.default.delete_range(range)
+    }
+
+    /// Scans the default keyspace; the iterator also runs in reverse (`.rev()`).
+    pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
+        self.default.scan(range)
+    }
+
+    /// Applies a batch atomically; returns when it is acknowledged (durable under the
+    /// sync policy).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.inner.write(batch).map(|_| ())
+    }
+
+    /// Applies a batch and returns the seqno of its last operation.
+    pub fn write_with_seq(&self, batch: WriteBatch) -> Result<SeqNo> {
+        self.inner.write(batch)
+    }
+
+    /// A consistent read view at the current moment; held versions are not compacted
+    /// away until it is dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone())
+    }
+
+    /// Flushes the memtable to level 0 and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_and_wait()
+    }
+
+    /// Compacts every keyspace fully (all levels into the last), after a flush.
+    pub fn compact_range(&self) -> Result<()> {
+        self.inner.flush_and_wait()?;
+        let ids: Vec<u32> = self.inner.current().version.keyspaces.keys().copied().collect();
+        for id in ids {
+            self.inner.compact_keyspace(id, None, None)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until no flush or compaction is pending or running (tests, benchmarks).
+    pub fn wait_for_background(&self) -> Result<()> {
+        self.inner.wait_idle()
+    }
+
+    /// A report of levels, files, sizes, tombstones and work done.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Last committed seqno.
+    pub fn last_seq(&self) -> SeqNo {
+        self.inner.visible_seq.load(Ordering::Acquire)
+    }
+
+    /// Catalog entry by name (used by the table layer).
+    pub fn meta(&self, name: &str) -> Option<Vec<u8>> {
+        self.inner.current().version.meta.get(name).cloned()
+    }
+
+    /// Sets or removes catalog entries durably in one manifest edit.
+    pub fn set_meta(&self, entries: Vec<(String, Option<Vec<u8>>)>) -> Result<()> {
+        self.inner.set_meta(entries)
+    }
+
+    /// Shuts down cleanly, reporting any error (dropping does the same silently).
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        {
+            let mut bg = self.inner.bg.lock();
+            bg.shutdown = true;
+        }
+        self.inner.bg_cv.notify_all();
+        self.inner.queue_cv.notify_all();
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+        let mut wal = self.inner.wal.lock();
+        if let Some(w) = wal.as_mut() {
+            w.writer.flush()?;
+            w.writer.sync()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl DbInner {
+    pub fn current(&self) -> Arc<SuperVersion> {
+        self.sv.read().clone()
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Installs a new SSTable version, keeping the memtables (minus `flushed`).
+    pub fn install_version(&self, version: Arc<Version>, flushed: Option<&Arc<MemTable>>) {
+        let mut sv = self.sv.write();
+        let imm = sv
+            .imm
+            .iter()
+            .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+            .cloned()
+            .collect();
+        *sv = Arc::new(SuperVersion {
+            mem: sv.mem.clone(),
+            imm,
+            version,
+        });
+    }
+
+    pub fn keyspace_id(&self, name: &str) -> Result<u32> {
+        let v = self.current().version.clone();
+        v.keyspaces
+            .values()
+            .find(|k| k.name == name)
+            .map(|k| k.id)
+            .ok_or_else(|| Error::NotFound(format!("keyspace {name:?}")))
+    }
+
+    fn create_keyspace(&self, name: &str) -> Result<u32> {
+        self.check_open()?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument("keyspace names must be 1 to 255 bytes".into()));
+        }
+        let mut vs = self.versions.lock();
+        if vs.current().keyspaces.values().any(|k| k.name == name) {
+            return Err(Error::AlreadyExists(format!("keyspace {name:?}")));
+        }
+        let id = vs.next_keyspace_id;
+        let edit = crate::version::VersionEdit {
+            new_keyspaces: vec![(id, name.to_string())],
+            next_keyspace_id: Some(id + 1),
+            ..Default::default()
+        };
+        let v = vs.log_and_apply(edit)?;
+        self.install_version(v, None);
+        Ok(id)
+    }
+
+    fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        if name == DEFAULT_KEYSPACE {
+            return Err(Error::InvalidArgument("the default keyspace cannot be dropped".into()));
+        }
+        let id = self.keyspace_id(name)?;
+        // Wait until no job holds its files, then drop it in one edit.
+        let mut bg = self.bg.lock();
+        loop {
+            let v = self.current().version.clone();
+            let Some(ks) = v.keyspace(id) else {
+                return Err(Error::NotFound(format!("keyspace {name:?}")));
+            };
+            if !ks.files().any(|f| bg.busy.contains(&f.number())) {
+                break;
+            }
+            self.bg_cv.wait(&mut bg);
+        }
+        let mut vs = self.versions.lock();
+        let edit = crate::version::VersionEdit {
+            dropped_keyspaces: vec![id],
+            ..Default::default()
+        };
+        let v = vs.log_and_apply(edit)?;
+        self.install_version(v, None);
+        Ok(())
+    }
+
+    fn set_meta(&self, entries: Vec<(String, Option<Vec<u8>>)>) -> Result<()> {
+        self.check_open()?;
+        let mut vs = self.versions.lock();
+        let edit = crate::version::VersionEdit {
+            meta: entries,
+            ..Default::default()
+        };
+        let v = vs.log_and_apply(edit)?;
+        self.install_version(v, None);
+        Ok(())
+    }
+
+    pub fn background_error(&self) -> Result<()> {
+        match &self.bg.lock().error {
+            Some(e) => Err(Error::Background(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Live snapshot seqnos, ascending.
+    pub fn snapshot_list(&self) -> Vec<SeqNo> {
+        self.snapshots.lock().keys().copied().collect()
+    }
+
+    fn stats(&self) -> Stats {
+        use stats::Counters as C;
+        let sv = self.current();
+        let c = &self.counters;
+        let mut s = Stats {
+            user_bytes_written: C::get(&c.user_bytes),
+            user_ops_written: C::get(&c.user_ops),
+            wal_bytes_written: C::get(&c.wal_bytes),
+            wal_syncs: C::get(&c.wal_syncs),
+            flushes: C::get(&c.flushes),
+            flush_bytes_written: C::get(&c.flush_bytes),
+            compactions: C::get(&c.compactions),
+            trivial_moves: C::get(&c.trivial_moves),
+            compaction_bytes_read: C::get(&c.compaction_read),
+            compaction_bytes_written: C::get(&c.compaction_written),
+            stalls: C::get(&c.stalls),
+            stall_micros: C::get(&c.stall_micros),
+            memtable_bytes: sv.mem.approximate_bytes() as u64,
+            immutable_memtables: sv.imm.len(),
+            block_cache_usage: self.block_cache.as_ref().map_or(0, |b| b.usage_bytes() as u64),
+            block_cache_capacity: self.block_cache.as_ref().map_or(0, |b| b.capacity_bytes() as u64),
+            last_seq: self.visible_seq.load(Ordering::Acquire),
+            snapshots: self.snapshots.lock().values().sum(),
+            background_error: self.bg.lock().error.clone(),
+            ..Default::default()
+        };
+        let written = s.flush_bytes_written + s.compaction_bytes_written;
+        s.write_amplification = if s.user_bytes_written == 0 {
+            0.0
+        } else {
+            written as f64 / s.user_bytes_written as f64
+        };
+        for ks in sv.version.keyspaces.values() {
+            let levels = ks
+                .levels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LevelStats {
+                    level: i,
+                    runs: l.runs.len(),
+                    files: l.file_count(),
+                    bytes: l.size(),
+                    entries: l.files().map(|f| f.meta.entries).sum(),
+                    tombstones: l.files().map(|f| f.meta.tombstones).sum(),
+                })
+                .collect();
+            s.keyspaces.push(KeyspaceStats {
+                name: ks.name.clone(),
+                id: ks.id,
+                levels,
+            });
+        }
+        s
+    }
+}

@@ -1,0 +1,265 @@
+//! Opening a database: lock the directory, recover the version set from the manifest,
+//! replay the WAL into level 0, sweep files nothing references, and start a new WAL.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::background::flush_memtable;
+use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::{CompactionPicker, JobContext};
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::sstable::TableOptions;
+use crate::version::set::VersionSet;
+use crate::version::{FileContext, VersionEdit};
+use crate::wal;
+
+const LOCK_FILE: &str = "LOCK";
+
+pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    let dir = path.to_path_buf();
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::NotADatabase {
+            path: dir,
+            reason: "it is a file, not a directory".into(),
+        });
+    }
+    if !fs.exists(&dir) {
+        if !opts.create_if_missing {
+            return Err(Error::NotADatabase {
+                path: dir,
+                reason: "directory does not exist (create_if_missing is off)".into(),
+            });
+        }
+        fs.create_dir_all(&dir)?;
+    }
+    let has_current = fs.exists(&dir.join("CURRENT"));
+    if !has_current {
+        let foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+        if !foreign.is_empty() {
+            return Err(Error::NotADatabase {
+                path: dir,
+                reason: format!("directory is not empty and has no CURRENT file (found {:?})", &foreign[..foreign.len().min(3)]),
+            });
+        }
+        if !opts.create_if_missing {
+            return Err(Error::NotADatabase {
+                path: dir,
+                reason: "no database here (create_if_missing is off)".into(),
+            });
+        }
+    } else if opts.error_if_exists {
+        return Err(Error::AlreadyExists(format!("database at {}", dir.display())));
+    }
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?;
+    if lock.try_lock().is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "database {} is already open (LOCK is held by another process or handle)",
+            dir.display()
+        )));
+    }
+
+    let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let table_cache = Arc::new(TableCache::new(fs.clone(), dir.clone(), opts.max_open_files, block_cache.clone()));
+    let ctx = || FileContext {
+        dir: dir.clone(),
+        fs: fs.clone(),
+        table_cache: table_cache.clone(),
+    };
+    let mut vs = match VersionSet::recover(ctx())? {
+        Some(vs) => vs,
+        None => {
+            let mut vs = VersionSet::new_empty(ctx());
+            vs.log_and_apply(VersionEdit {
+                new_keyspaces: vec![(0, DEFAULT_KEYSPACE.to_string())],
+                next_keyspace_id: Some(1),
+                ..Default::default()
+            })?;
+            vs
+        }
+    };
+
+    let table_opts = TableOptions {
+        block_size: opts.block_size,
+        bloom_fpr: opts.bloom_fpr,
+        compression: opts.compression,
+        ..TableOptions::default()
+    };
+    let job_ctx = JobContext {
+        fs: fs.clone(),
+        dir: dir.clone(),
+        table_cache: table_cache.clone(),
+        table_opts,
+        file_numbers: vs.next_file_number.clone(),
+        target_file_size: opts.target_file_size,
+        clock: opts.clock.clone(),
+    };
+
+    sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
+    let last_seq = replay_wal(&mut vs, &job_ctx, &opts, &dir)?;
+
+    // New WAL, then a fresh manifest whose log number forgets every replayed log.
+    let wal_number = vs.new_file_number();
+    let wal_path = dir.join(wal::log_file_name(wal_number));
+    let writer = wal::Writer::new(fs.create(&wal_path)?);
+    fs.sync_dir(&dir)?;
+    vs.log_number = wal_number;
+    vs.last_seq = vs.last_seq.max(last_seq);
+    vs.write_new_manifest()?;
+    let manifest = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
+    for n in fs.list(&dir)? {
+        let old_wal = n
+            .strip_suffix(".wal")
+            .and_then(|s| s.parse::<u64>().ok())
+            .is_some_and(|num| num < wal_number);
+        let old_manifest = n.starts_with("MANIFEST-") && Some(&n) != manifest.as_ref();
+        if old_wal || old_manifest {
+            fs.remove(&dir.join(&n))?;
+        }
+    }
+
+    let version = vs.current();
+    let now = opts.clock.now_micros();
+    let last = vs.last_seq;
+    Ok(DbInner {
+        dir,
+        table_cache,
+        block_cache,
+        versions: Mutex::new(vs),
+        sv: RwLock::new(Arc::new(SuperVersion {
+            mem: Arc::new(MemTable::new(wal_number, now)),
+            imm: Vec::new(),
+            version,
+        })),
+        wal: Mutex::new(Some(WalState { writer })),
+        queue: Mutex::new(Default::default()),
+        queue_cv: Condvar::new(),
+        last_seq: AtomicU64::new(last),
+        visible_seq: AtomicU64::new(last),
+        snapshots: Mutex::new(BTreeMap::new()),
+        bg: Mutex::new(BgState {
+            busy: HashSet::new(),
+            flushing: false,
+            manual: 0,
+            error: None,
+            shutdown: false,
+        }),
+        bg_cv: Condvar::new(),
+        picker: Mutex::new(CompactionPicker::default()),
+        counters: Default::default(),
+        job_ctx,
+        closed: AtomicBool::new(false),
+        _lock: lock,
+        opts,
+    })
+}
+
+/// Removes SSTables no version lists (outputs of a job that crashed before its edit)
+/// and temporary files.
+fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
+    let live: HashSet<u64> = vs.current().live_files().into_iter().collect();
+    for n in fs.list(dir)? {
+        let orphan_sst = n
+            .strip_suffix(".sst")
+            .and_then(|s| s.parse::<u64>().ok())
+            .is_some_and(|num| !live.contains(&num));
+        if orphan_sst || n.ends_with(".tmp") {
+            fs.remove(&dir.join(&n))?;
+        }
+    }
+    Ok(())
+}
+
+/// Replays WAL files not yet flushed into level-0 runs; returns the last seqno seen.
+fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir: &Path) -> Result<u64> {
+    let fs = opts.fs.clone();
+    let mut logs: Vec<u64> = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| n.strip_suffix(".wal").and_then(|s| s.parse::<u64>().ok()))
+        .filter(|n| *n >= vs.log_number)
+        .collect();
+    logs.sort_unstable();
+    let flushed_seq = vs.last_seq;
+    let mut last_seq = flushed_seq;
+    let mut mem = MemTable::new(0, opts.clock.now_micros());
+    'logs: for number in logs {
+        let path = dir.join(wal::log_file_name(number));
+        let mut reader = wal::Reader::open(fs.as_ref(), &path)?;
+        while let Some((offset, payload)) = reader.next_record()? {
+            let (base, batch) = WriteBatch::decode_record(&payload)
+                .map_err(|reason| Error::corruption(&path, offset, format!("bad batch in WAL record: {reason}")))?;
+            let end = base + batch.len().saturating_sub(1) as u64;
+            if end <= flushed_seq {
+                continue; // already in SSTables
+            }
+            let version = vs.current();
+            let mut seq = base;
+            for op in batch.ops().flatten() {
+                // Operations on keyspaces dropped since are skipped; seqnos stay aligned.
+                apply_known(&mem, &version, op, seq);
+                seq += 1;
+            }
+            mem.note_seq(end);
+            last_seq = last_seq.max(end);
+            maybe_flush(vs, ctx, &mut mem, opts)?;
+        }
+        if reader.torn_tail_at().is_some() {
+            // A crash cut this log; nothing after it can have been acknowledged.
+            break 'logs;
+        }
+    }
+    if !mem.is_empty() {
+        flush_recovered(vs, ctx, &mem)?;
+    }
+    vs.last_seq = vs.last_seq.max(last_seq);
+    Ok(last_seq)
+}
+
+fn apply_known(mem: &MemTable, version: &crate::version::Version, op: crate::batch::BatchOp<'_>, seq: u64) {
+    use crate::batch::BatchOp;
+    use crate::key::ValueKind;
+    match op {
+        BatchOp::Put { keyspace, key, value } if version.keyspace(keyspace).is_some() => {
+            mem.add(keyspace, key, seq, ValueKind::Put, value)
+        }
+        BatchOp::Delete { keyspace, key } if version.keyspace(keyspace).is_some() => mem.add(keyspace, key, seq, ValueKind::Delete, &[]),
+        BatchOp::DeferredDelete { keyspace, key, seq: target } if version.keyspace(keyspace).is_some() => {
+            mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[])
+        }
+        BatchOp::DeleteRange { keyspace, start, end } if version.keyspace(keyspace).is_some() => {
+            mem.add_range_delete(keyspace, start, end, seq)
+        }
+        _ => {}
+    }
+}
+
+fn maybe_flush(vs: &mut VersionSet, ctx: &JobContext, mem: &mut MemTable, opts: &crate::Options) -> Result<()> {
+    if mem.approximate_bytes() >= opts.memtable_budget {
+        flush_recovered(vs, ctx, mem)?;
+        *mem = MemTable::new(0, opts.clock.now_micros());
+    }
+    Ok(())
+}
+
+fn flush_recovered(vs: &mut VersionSet, ctx: &JobContext, mem: &MemTable) -> Result<()> {
+    let run = vs.new_file_number();
+    let version = vs.current();
+    let (edit, _) = flush_memtable(ctx, mem, &version, &[], run)?;
+    vs.log_and_apply(edit)?;
+    Ok(())
+}

@@ -1,0 +1,470 @@
+//! The read path: point lookups and range scans at a snapshot.
+//!
+//! Sources are consulted newest first: the active memtable, frozen memtables, then each
+//! level's runs. A point lookup stops at the first source holding a put or delete for
+//! the key: in a keyspace, every entry of a deeper source is older. A deferred delete
+//! is the one exception (it carries the old seqno of the put it removes, and a newer put
+//! may sit deeper), so after one the search goes on and keeps the highest seqno.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
+use crate::error::Result;
+use crate::iter::level::RunIter;
+use crate::iter::merge::MergingIter;
+use crate::iter::{Direction, InternalIterator};
+use crate::key::{MAX_SEQNO, SeqNo, ValueKind, last_key_of, pack_trailer, parse_internal_key, seek_key};
+use crate::range_tombstone::{RangeDelIndex, RangeTombstone};
+
+/// The newest entry of one key found so far.
+struct Found {
+    seq: SeqNo,
+    kind: ValueKind,
+    value: Vec<u8>,
+}
+
+impl DbInner {
+    /// The visible value of `key` in keyspace `ks` at `snapshot`, plus the seqno of the
+    /// version that produced it.
+    pub fn get_versioned(&self, ks: u32, key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        let sv = self.current();
+        get_in(&sv, &self.table_cache, ks, key, snapshot)
+    }
+
+    /// The latest visible value of `key`. The super version is taken before the seqno:
+    /// everything up to that seqno is then in it, and no version it can see has been
+    /// compacted away from the files it holds.
+    pub fn get_latest(&self, ks: u32, key: &[u8]) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        let sv = self.current();
+        let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        get_in(&sv, &self.table_cache, ks, key, snapshot)
+    }
+}
+
+pub(crate) fn get_in(
+    sv: &SuperVersion,
+    table_cache: &crate::cache::TableCache,
+    ks: u32,
+    key: &[u8],
+    snapshot: SeqNo,
+) -> Result<Option<(SeqNo, Vec<u8>)>> {
+    let mut best: Option<Found> = None;
+    let mut rt_seq: Option<SeqNo> = None;
+    let consider = |e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>| -> bool {
+        let Some((seq, kind, value)) = e else { return false };
+        let newer = best
+            .as_ref()
+            .is_none_or(|b| pack_trailer(seq, kind) > pack_trailer(b.seq, b.kind));
+        if newer {
+            *best = Some(Found { seq, kind, value });
+        }
+        kind != ValueKind::DeferredDelete
+    };
+    let note_rts = |ts: &[RangeTombstone], rt_seq: &mut Option<SeqNo>| {
+        for t in ts {
+            if t.seq <= snapshot && t.contains(key) {
+                *rt_seq = Some(rt_seq.map_or(t.seq, |s| s.max(t.seq)));
+            }
+        }
+    };
+    let mems = std::iter::once(&sv.mem).chain(sv.imm.iter());
+    let mut done = false;
+    for m in mems {
+        if let Some(s) = m.covering_range_delete(ks, key, snapshot) {
+            rt_seq = Some(rt_seq.map_or(s, |r| r.max(s)));
+        }
+        if consider(m.get(ks, key, snapshot), &mut best) {
+            done = true;
+            break;
+        }
+    }
+    if !done {
+        if let Some(tree) = sv.version.keyspace(ks) {
+            'levels: for level in &tree.levels {
+                for run in &level.runs {
+                    let Some(f) = run.file_for(key) else { continue };
+                    let t = table_cache.get(f.number())?;
+                    note_rts(t.range_tombstones(), &mut rt_seq);
+                    if f.meta.min_seq > snapshot {
+                        continue;
+                    }
+                    if consider(t.get(key, snapshot)?, &mut best) {
+                        break 'levels;
+                    }
+                }
+            }
+        }
+    }
+    Ok(match best {
+        Some(b) if b.kind == ValueKind::Put && rt_seq.is_none_or(|r| r <= b.seq) => Some((b.seq, b.value)),
+        _ => None,
+    })
+}
+
+/// Cursor over the visible entries of one keyspace at a snapshot, in one direction.
+struct DirIter {
+    merge: MergingIter,
+    dir: Direction,
+    rdi: Arc<RangeDelIndex>,
+    snapshot: SeqNo,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    started: bool,
+    done: bool,
+    key_buf: Vec<u8>,
+}
+
+impl DirIter {
+    fn in_upper(&self, k: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => k <= u.as_slice(),
+            Bound::Excluded(u) => k < u.as_slice(),
+        }
+    }
+
+    fn in_lower(&self, k: &[u8]) -> bool {
+        match &self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => k >= l.as_slice(),
+            Bound::Excluded(l) => k > l.as_slice(),
+        }
+    }
+
+    fn start(&mut self) -> Result<()> {
+        self.started = true;
+        match (self.dir, &self.lower, &self.upper) {
+            (Direction::Forward, Bound::Unbounded, _) => self.merge.seek_to_start(),
+            (Direction::Forward, Bound::Included(l) | Bound::Excluded(l), _) => {
+                let t = seek_key(l, MAX_SEQNO);
+                self.merge.seek(&t)
+            }
+            (Direction::Reverse, _, Bound::Unbounded) => self.merge.seek_to_start(),
+            (Direction::Reverse, _, Bound::Included(u) | Bound::Excluded(u)) => {
+                let t = last_key_of(u);
+                self.merge.seek(&t)
+            }
+        }
+    }
+
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        if !self.started {
+            self.start()?;
+        }
+        match self.dir {
+            Direction::Forward => self.next_forward(),
+            Direction::Reverse => self.next_reverse(),
+        }
+    }
+
+    fn next_forward(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while self.merge.valid() {
+            let Some(p) = parse_internal_key(self.merge.key()) else {
+                self.merge.advance()?;
+                continue;
+            };
+            if !self.in_upper(p.user_key) {
+                break;
+            }
+            if !self.in_lower(p.user_key) || p.seq > self.snapshot {
+                self.merge.advance()?;
+                continue;
+            }
+            // First visible entry of this user key: it decides.
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(p.user_key);
+            let live = p.kind == ValueKind::Put && !self.rdi.deletes(p.user_key, p.seq);
+            let value = if live { Some(self.merge.value().to_vec()) } else { None };
+            // Skip the rest of this user key.
+            loop {
+                self.merge.advance()?;
+                if !self.merge.valid() {
+                    break;
+                }
+                if crate::key::user_key(self.merge.key()) != self.key_buf.as_slice() {
+                    break;
+                }
+            }
+            if let Some(v) = value {
+                return Ok(Some((self.key_buf.clone(), v)));
+            }
+        }
+        self.done = true;
+        Ok(None)
+    }
+
+    fn next_reverse(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        // Going backwards a user key's versions arrive oldest first; the last visible
+        // one seen before the key changes is the newest.
+        while self.merge.valid() {
+            let Some(p) = parse_internal_key(self.merge.key()) else {
+                self.merge.advance()?;
+                continue;
+            };
+            if !self.in_lower(p.user_key) {
+                break;
+            }
+            if !self.in_upper(p.user_key) {
+                self.merge.advance()?;
+                continue;
+            }
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(p.user_key);
+            let mut newest: Option<(SeqNo, ValueKind, Vec<u8>)> = None;
+            loop {
+                if let Some(p) = parse_internal_key(self.merge.key()) {
+                    if p.user_key != self.key_buf.as_slice() {
+                        break;
+                    }
+                    if p.seq <= self.snapshot {
+                        newest = Some((p.seq, p.kind, self.merge.value().to_vec()));
+                    }
+                }
+                self.merge.advance()?;
+                if !self.merge.valid() {
+                    break;
+                }
+            }
+            if let Some((seq, ValueKind::Put, v)) = newest {
+                if !self.rdi.deletes(&self.key_buf, seq) {
+                    return Ok(Some((self.key_buf.clone(), v)));
+                }
+            }
+        }
+        self.done = true;
+        Ok(None)
+    }
+}
+
+/// A range scan over one keyspace at a snapshot. Iterates forward; `.rev()` (or
+/// `next_back`) iterates backward; both ends may be used and meet in the middle.
+/// Items are `(key, value)` pairs; a read error ends the scan after being yielded.
+pub struct Scan {
+    sv: Arc<SuperVersion>,
+    table_cache: Arc<crate::cache::TableCache>,
+    ks: u32,
+    snapshot: SeqNo,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    rdi: Arc<RangeDelIndex>,
+    front: Option<DirIter>,
+    back: Option<DirIter>,
+    front_last: Option<Vec<u8>>,
+    back_last: Option<Vec<u8>>,
+    finished: bool,
+    _snapshot_guard: Option<super::Snapshot>,
+}
+
+impl std::fmt::Debug for Scan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scan").field("keyspace", &self.ks).field("snapshot", &self.snapshot).finish()
+    }
+}
+
+impl Scan {
+    pub(crate) fn new(
+        inner: &DbInner,
+        ks: u32,
+        snapshot: SeqNo,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        guard: Option<super::Snapshot>,
+    ) -> Result<Scan> {
+        let sv = inner.current();
+        let mut rts: Vec<RangeTombstone> = Vec::new();
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            rts.extend(m.range_tombstones(ks));
+        }
+        let (lo, hi) = (bound_ref(&lower), bound_ref(&upper));
+        if let Some(tree) = sv.version.keyspace(ks) {
+            for f in tree.files() {
+                if f.meta.range_tombstones > 0 && f.overlaps(lo, hi) {
+                    let t = inner.table_cache.get(f.number())?;
+                    rts.extend(t.range_tombstones().iter().cloned());
+                }
+            }
+        }
+        Ok(Scan {
+            rdi: Arc::new(RangeDelIndex::new(rts, snapshot)),
+            table_cache: inner.table_cache.clone(),
+            sv,
+            ks,
+            snapshot,
+            lower,
+            upper,
+            front: None,
+            back: None,
+            front_last: None,
+            back_last: None,
+            finished: false,
+            _snapshot_guard: guard,
+        })
+    }
+
+    fn make(&self, dir: Direction) -> DirIter {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for m in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
+            children.push(Box::new(m.iter(self.ks)));
+        }
+        let (lo, hi) = (bound_ref(&self.lower), bound_ref(&self.upper));
+        if let Some(tree) = self.sv.version.keyspace(self.ks) {
+            for level in &tree.levels {
+                for run in &level.runs {
+                    let files = run.overlapping(lo, hi);
+                    if !files.is_empty() {
+                        children.push(Box::new(RunIter::new(files, self.table_cache.clone())));
+                    }
+                }
+            }
+        }
+        DirIter {
+            merge: MergingIter::new(children, dir),
+            dir,
+            rdi: self.rdi.clone(),
+            snapshot: self.snapshot,
+            lower: self.lower.clone(),
+            upper: self.upper.clone(),
+            started: false,
+            done: false,
+            key_buf: Vec::new(),
+        }
+    }
+
+    /// The snapshot seqno this scan reads at.
+    pub fn snapshot_seq(&self) -> SeqNo {
+        self.snapshot
+    }
+}
+
+fn bound_ref(b: &Bound<Vec<u8>>) -> Option<&[u8]> {
+    match b {
+        Bound::Included(v) | Bound::Excluded(v) => Some(v.as_slice()),
+        Bound::Unbounded => None,
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if self.front.is_none() {
+            self.front = Some(self.make(Direction::Forward));
+        }
+        let it = self.front.as_mut()?;
+        match it.next_entry() {
+            Ok(Some((k, v))) => {
+                if self.back_last.as_ref().is_some_and(|b| &k >= b) {
+                    self.finished = true;
+                    return None;
+                }
+                self.front_last = Some(k.clone());
+                Some(Ok((k, v)))
+            }
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl DoubleEndedIterator for Scan {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if self.back.is_none() {
+            self.back = Some(self.make(Direction::Reverse));
+        }
+        let it = self.back.as_mut()?;
+        match it.next_entry() {
+            Ok(Some((k, v))) => {
+                if self.front_last.as_ref().is_some_and(|f| &k <= f) {
+                    self.finished = true;
+                    return None;
+                }
+                self.back_last = Some(k.clone());
+                Some(Ok((k, v)))
+            }
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl std::iter::FusedIterator for Scan {}
+
+/// A range of keys for scans: `..`, `a..b`, `a..=b`, `a..`, `..b`, `..=b`, or a pair of
+/// [`Bound`]s, with any byte-like key type (`&[u8]`, `Vec<u8>`, `&str`, `b"..."`).
+pub trait KeyRange {
+    /// The range as owned bounds.
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>);
+}
+
+fn own<K: AsRef<[u8]>>(b: Bound<K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl KeyRange for std::ops::RangeFull {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::Range<K> {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (own(Bound::Included(self.start)), own(Bound::Excluded(self.end)))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeInclusive<K> {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let (s, e) = self.into_inner();
+        (own(Bound::Included(s)), own(Bound::Included(e)))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeFrom<K> {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (own(Bound::Included(self.start)), Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeTo<K> {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (Bound::Unbounded, own(Bound::Excluded(self.end)))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for std::ops::RangeToInclusive<K> {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (Bound::Unbounded, own(Bound::Included(self.end)))
+    }
+}
+
+impl<K: AsRef<[u8]>> KeyRange for (Bound<K>, Bound<K>) {
+    fn into_bounds(self) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (own(self.0), own(self.1))
+    }
+}

@@ -1,0 +1,163 @@
+//! Counters and the [`Stats`] snapshot returned by `Db::stats`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Monotonic counters since the database was opened.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub user_bytes: AtomicU64,
+    pub user_ops: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub compaction_read: AtomicU64,
+    pub compaction_written: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub stalls: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, v: u64) {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// One level of one keyspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Level number.
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// SSTables.
+    pub files: usize,
+    /// Bytes on disk.
+    pub bytes: u64,
+    /// Point entries.
+    pub entries: u64,
+    /// Point, deferred and range tombstones.
+    pub tombstones: u64,
+}
+
+/// One keyspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyspaceStats {
+    /// Name.
+    pub name: String,
+    /// Id.
+    pub id: u32,
+    /// Levels, 0 first (empty trailing levels omitted).
+    pub levels: Vec<LevelStats>,
+}
+
+impl KeyspaceStats {
+    /// Bytes on disk over all levels.
+    pub fn bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.bytes).sum()
+    }
+    /// Entries over all levels.
+    pub fn entries(&self) -> u64 {
+        self.levels.iter().map(|l| l.entries).sum()
+    }
+    /// Tombstones over all levels.
+    pub fn tombstones(&self) -> u64 {
+        self.levels.iter().map(|l| l.tombstones).sum()
+    }
+}
+
+/// A point-in-time report of the database's shape and work.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Per keyspace.
+    pub keyspaces: Vec<KeyspaceStats>,
+    /// Key and value bytes written by users since open.
+    pub user_bytes_written: u64,
+    /// Operations written by users since open.
+    pub user_ops_written: u64,
+    /// Bytes appended to the WAL since open.
+    pub wal_bytes_written: u64,
+    /// WAL fsyncs since open.
+    pub wal_syncs: u64,
+    /// Memtable flushes since open.
+    pub flushes: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes_written: u64,
+    /// Compactions since open (trivial moves included).
+    pub compactions: u64,
+    /// Compactions that only moved files.
+    pub trivial_moves: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// (flush + compaction bytes written) / user bytes written.
+    pub write_amplification: f64,
+    /// Times writers stalled.
+    pub stalls: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+    /// Bytes in the active memtable.
+    pub memtable_bytes: u64,
+    /// Frozen memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Block cache bytes in use.
+    pub block_cache_usage: u64,
+    /// Block cache capacity.
+    pub block_cache_capacity: u64,
+    /// Last committed seqno.
+    pub last_seq: u64,
+    /// Live snapshots.
+    pub snapshots: usize,
+    /// Background error, if the database is in a failed state.
+    pub background_error: Option<String>,
+}
+
+impl Stats {
+    /// Bytes on disk of all SSTables.
+    pub fn total_bytes(&self) -> u64 {
+        self.keyspaces.iter().map(KeyspaceStats::bytes).sum()
+    }
+
+    /// A keyspace's stats by name.
+    pub fn keyspace(&self, name: &str) -> Option<&KeyspaceStats> {
+        self.keyspaces.iter().find(|k| k.name == name)
+    }
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for ks in &self.keyspaces {
+            writeln!(f, "keyspace {} (id {}): {} bytes, {} entries, {} tombstones", ks.name, ks.id, ks.bytes(), ks.entries(), ks.tombstones())?;
+            for l in &ks.levels {
+                writeln!(
+                    f,
+                    "  L{:<2} runs {:>3}  files {:>5}  bytes {:>12}  entries {:>10}  tombstones {:>9}",
+                    l.level, l.runs, l.files, l.bytes, l.entries, l.tombstones
+                )?;
+            }
+        }
+        writeln!(f, "user bytes written   {}", self.user_bytes_written)?;
+        writeln!(f, "wal bytes written    {} ({} syncs)", self.wal_bytes_written, self.wal_syncs)?;
+        writeln!(f, "flushes              {} ({} bytes)", self.flushes, self.flush_bytes_written)?;
+        writeln!(
+            f,
+            "compactions          {} ({} moves; read {} bytes, wrote {} bytes)",
+            self.compactions, self.trivial_moves, self.compaction_bytes_read, self.compaction_bytes_written
+        )?;
+        writeln!(f, "write amplification  {:.2}", self.write_amplification)?;
+        writeln!(f, "stalls               {} ({} us)", self.stalls, self.stall_micros)?;
+        writeln!(f, "memtable             {} bytes, {} immutable", self.memtable_bytes, self.immutable_memtables)?;
+        writeln!(f, "block cache          {} / {} bytes", self.block_cache_usage, self.block_cache_capacity)?;
+        write!(f, "last seqno           {}", self.last_seq)?;
+        if let Some(e) = &self.background_error {
+            write!(f, "\nbackground error     {e}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,313 @@
+//! The write path: a queue of writers where the one at the front (the leader) commits a
+//! whole group with one WAL append and, under group commit, one fsync.
+//!
+//! Invariants: only the leader touches the WAL and assigns seqnos, so seqnos are
+//! assigned in WAL order; `visible_seq` moves only after every batch of a group is in
+//! the memtable, so readers never see half a batch.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::stats::Counters;
+use super::{DbInner, SuperVersion, WalState};
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
+use crate::memtable::MemTable;
+use crate::options::SyncPolicy;
+use crate::wal;
+
+/// Largest group a leader commits at once.
+const MAX_GROUP_BYTES: usize = 4 << 20;
+
+pub(crate) enum Request {
+    Batch(WriteBatch),
+    /// Freeze the memtable so it gets flushed.
+    Freeze,
+}
+
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    waiting: VecDeque<u64>,
+    requests: HashMap<u64, Request>,
+    results: HashMap<u64, std::result::Result<SeqNo, String>>,
+    next_id: u64,
+}
+
+impl DbInner {
+    /// Commits `batch`; returns the seqno of its last operation.
+    pub fn write(&self, batch: WriteBatch) -> Result<SeqNo> {
+        self.check_open()?;
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(self.visible_seq.load(Ordering::Acquire));
+        }
+        self.check_batch_keyspaces(&batch)?;
+        self.submit(Request::Batch(batch))
+    }
+
+    fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
+        let v = self.current().version.clone();
+        let mut last = u32::MAX;
+        for op in batch.ops() {
+            let op = op.map_err(Error::InvalidArgument)?;
+            let ks = match op {
+                BatchOp::Put { keyspace, .. }
+                | BatchOp::Delete { keyspace, .. }
+                | BatchOp::DeferredDelete { keyspace, .. }
+                | BatchOp::DeleteRange { keyspace, .. } => keyspace,
+            };
+            if ks != last && v.keyspace(ks).is_none() {
+                return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
+            }
+            last = ks;
+        }
+        Ok(())
+    }
+
+    fn submit(&self, req: Request) -> Result<SeqNo> {
+        let mut q = self.queue.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(id);
+        q.requests.insert(id, req);
+        loop {
+            if let Some(r) = q.results.remove(&id) {
+                return r.map_err(Error::Background);
+            }
+            if q.waiting.front() == Some(&id) {
+                break;
+            }
+            self.queue_cv.wait(&mut q);
+        }
+        // Leader: take a group from the front of the queue.
+        let mut group: Vec<(u64, Request)> = Vec::new();
+        let mut bytes = 0usize;
+        let sync_each = self.opts.sync == SyncPolicy::EveryBatch;
+        for &wid in q.waiting.iter() {
+            let Some(req) = q.requests.get(&wid) else { break };
+            let size = match req {
+                Request::Batch(b) => b.size_bytes(),
+                Request::Freeze => 0,
+            };
+            let is_freeze = matches!(req, Request::Freeze);
+            if !group.is_empty() && (bytes + size > MAX_GROUP_BYTES || is_freeze || sync_each) {
+                break;
+            }
+            bytes += size;
+            group.push((wid, Request::Freeze));
+            if is_freeze {
+                break;
+            }
+        }
+        for (wid, slot) in group.iter_mut() {
+            if let Some(r) = q.requests.remove(wid) {
+                *slot = r;
+            }
+        }
+        drop(q);
+
+        let outcome = self.commit_group(&group);
+
+        let mut q = self.queue.lock();
+        for (wid, _) in &group {
+            if q.waiting.front() == Some(wid) {
+                q.waiting.pop_front();
+            }
+            if *wid != id {
+                let r = match &outcome {
+                    Ok(seqs) => Ok(seqs.get(wid).copied().unwrap_or(0)),
+                    Err(e) => Err(e.to_string()),
+                };
+                q.results.insert(*wid, r);
+            }
+        }
+        drop(q);
+        self.queue_cv.notify_all();
+        outcome.map(|seqs| seqs.get(&id).copied().unwrap_or(0))
+    }
+
+    /// Leader only: WAL append (+ sync) and memtable insert for a group.
+    fn commit_group(&self, group: &[(u64, Request)]) -> Result<HashMap<u64, SeqNo>> {
+        self.check_open()?;
+        self.background_error()?;
+        let mut out = HashMap::new();
+        if let [(wid, Request::Freeze)] = group {
+            self.freeze_memtable()?;
+            out.insert(*wid, self.visible_seq.load(Ordering::Acquire));
+            return Ok(out);
+        }
+        self.make_room()?;
+        let sv = self.current();
+        let mut seq = self.last_seq.load(Ordering::Acquire);
+        let mut record = Vec::new();
+        let mut wal_guard = self.wal.lock();
+        let w = wal_guard.as_mut().ok_or(Error::Closed)?;
+        let mut ranges = Vec::with_capacity(group.len());
+        for (wid, req) in group {
+            let Request::Batch(b) = req else { continue };
+            let base = seq + 1;
+            record.clear();
+            b.encode_record(base, &mut record);
+            if let Err(e) = w.writer.add_record(&record) {
+                return Err(self.fail(e));
+            }
+            Counters::add(&self.counters.wal_bytes, record.len() as u64 + 8);
+            seq += b.len() as u64;
+            ranges.push((*wid, base, b));
+            out.insert(*wid, seq);
+        }
+        let res = match self.opts.sync {
+            SyncPolicy::None => w.writer.flush(),
+            SyncPolicy::EveryBatch | SyncPolicy::GroupCommit => {
+                Counters::add(&self.counters.wal_syncs, 1);
+                w.writer.sync()
+            }
+        };
+        if let Err(e) = res {
+            return Err(self.fail(e));
+        }
+        drop(wal_guard);
+        self.last_seq.store(seq, Ordering::Release);
+        for (_, base, b) in ranges {
+            apply_batch(&sv.mem, b, base, &self.counters);
+        }
+        self.visible_seq.store(seq, Ordering::Release);
+        Ok(out)
+    }
+
+    /// Records a fatal write error: the WAL may hold a partial record, so the database
+    /// refuses writes until reopened (recovery drops the torn tail).
+    fn fail(&self, e: Error) -> Error {
+        let mut bg = self.bg.lock();
+        if bg.error.is_none() {
+            bg.error = Some(format!("WAL write failed: {e}"));
+        }
+        e
+    }
+
+    /// Leader only: freezes a full memtable, stalling while too many wait for flush or
+    /// level 0 is too deep.
+    fn make_room(&self) -> Result<()> {
+        let mut stalled: Option<Instant> = None;
+        let result = loop {
+            let sv = self.current();
+            let l0_deep = sv
+                .version
+                .keyspaces
+                .values()
+                .any(|k| k.levels.first().is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger));
+            let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget;
+            if !full && !l0_deep {
+                break Ok(());
+            }
+            if full && sv.imm.len() < self.opts.max_immutable_memtables && !l0_deep {
+                break self.freeze_memtable();
+            }
+            // Stall: wait for the background to catch up.
+            stalled.get_or_insert_with(Instant::now);
+            let mut bg = self.bg.lock();
+            if let Some(e) = &bg.error {
+                break Err(Error::Background(e.clone()));
+            }
+            if bg.shutdown {
+                break Err(Error::Closed);
+            }
+            self.bg_cv.notify_all();
+            self.bg_cv.wait_for(&mut bg, Duration::from_millis(50));
+        };
+        if let Some(t) = stalled {
+            Counters::add(&self.counters.stalls, 1);
+            Counters::add(&self.counters.stall_micros, t.elapsed().as_micros() as u64);
+        }
+        result
+    }
+
+    /// Leader only: makes the active memtable immutable and starts a new WAL.
+    fn freeze_memtable(&self) -> Result<()> {
+        let sv = self.current();
+        if sv.mem.is_empty() {
+            return Ok(());
+        }
+        let number = self.versions.lock().new_file_number();
+        let path = self.dir.join(wal::log_file_name(number));
+        let file = self.opts.fs.create(&path)?;
+        {
+            let mut wal_guard = self.wal.lock();
+            if let Some(old) = wal_guard.as_mut() {
+                // The old log must be complete on disk before its memtable can be
+                // flushed and the log forgotten.
+                old.writer.sync().map_err(|e| self.fail(e))?;
+            }
+            *wal_guard = Some(WalState {
+                writer: wal::Writer::new(file),
+            });
+        }
+        let mem = Arc::new(MemTable::new(number, self.opts.clock.now_micros()));
+        {
+            let mut cur = self.sv.write();
+            let mut imm = vec![cur.mem.clone()];
+            imm.extend(cur.imm.iter().cloned());
+            *cur = Arc::new(SuperVersion {
+                mem,
+                imm,
+                version: cur.version.clone(),
+            });
+        }
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Freezes the memtable (through the write queue, so it is ordered with writes) and
+    /// waits until every frozen memtable is flushed.
+    pub fn flush_and_wait(&self) -> Result<()> {
+        self.check_open()?;
+        self.submit(Request::Freeze)?;
+        let mut bg = self.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            if bg.shutdown {
+                return Err(Error::Closed);
+            }
+            if self.current().imm.is_empty() {
+                return Ok(());
+            }
+            self.bg_cv.notify_all();
+            self.bg_cv.wait_for(&mut bg, Duration::from_millis(50));
+        }
+    }
+}
+
+/// Inserts a batch whose first operation has seqno `base`.
+pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, counters: &super::stats::Counters) {
+    let mut seq = base;
+    let mut bytes = 0u64;
+    for op in batch.ops().flatten() {
+        match op {
+            BatchOp::Put { keyspace, key, value } => {
+                bytes += (key.len() + value.len()) as u64;
+                mem.add(keyspace, key, seq, ValueKind::Put, value);
+            }
+            BatchOp::Delete { keyspace, key } => {
+                bytes += key.len() as u64;
+                mem.add(keyspace, key, seq, ValueKind::Delete, &[]);
+            }
+            BatchOp::DeferredDelete { keyspace, key, seq: target } => {
+                bytes += key.len() as u64;
+                mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[]);
+            }
+            BatchOp::DeleteRange { keyspace, start, end } => {
+                bytes += (start.len() + end.len()) as u64;
+                mem.add_range_delete(keyspace, start, end, seq);
+            }
+        }
+        seq += 1;
+    }
+    mem.note_seq(seq - 1);
+    Counters::add(&counters.user_bytes, bytes);
+    Counters::add(&counters.user_ops, batch.len() as u64);
+}

@@ -1,0 +1,136 @@
+//! Concatenation of the files of one sorted run: at most one file open at a time.
+
+use std::sync::Arc;
+
+use super::InternalIterator;
+use crate::cache::TableCache;
+use crate::error::Result;
+use crate::key::user_key;
+use crate::sstable::TableIter;
+use crate::version::TableFile;
+
+/// Iterates a run's files in key order, opening each through the table cache.
+pub struct RunIter {
+    files: Vec<Arc<TableFile>>,
+    cache: Arc<TableCache>,
+    idx: usize,
+    cur: Option<TableIter>,
+}
+
+impl RunIter {
+    /// A cursor over `files` (sorted, disjoint).
+    pub fn new(files: Vec<Arc<TableFile>>, cache: Arc<TableCache>) -> Self {
+        RunIter {
+            files,
+            cache,
+            idx: 0,
+            cur: None,
+        }
+    }
+
+    fn open(&mut self, idx: usize) -> Result<bool> {
+        self.cur = None;
+        self.idx = idx;
+        match self.files.get(idx) {
+            Some(f) => {
+                let t = self.cache.get(f.number())?;
+                self.cur = Some(t.iter());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            if !self.open(self.idx + 1)? {
+                break;
+            }
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_backward(&mut self) -> Result<()> {
+        while self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            if self.idx == 0 {
+                self.cur = None;
+                break;
+            }
+            self.open(self.idx - 1)?;
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for RunIter {
+    fn valid(&self) -> bool {
+        self.cur.as_ref().is_some_and(|c| c.valid())
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        if self.open(0)? {
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_first()?;
+            }
+        }
+        self.skip_forward()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        if self.files.is_empty() {
+            self.cur = None;
+            return Ok(());
+        }
+        self.open(self.files.len() - 1)?;
+        if let Some(c) = self.cur.as_mut() {
+            c.seek_to_last()?;
+        }
+        self.skip_backward()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let uk = user_key(target);
+        let i = self.files.partition_point(|f| f.meta.largest.as_slice() < uk);
+        if self.open(i)? {
+            if let Some(c) = self.cur.as_mut() {
+                c.seek(target)?;
+            }
+        }
+        self.skip_forward()
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let uk = user_key(target);
+        // Last file whose smallest key is <= the target's user key.
+        let i = self.files.partition_point(|f| f.meta.smallest.as_slice() <= uk);
+        if i == 0 {
+            self.cur = None;
+            return Ok(());
+        }
+        self.open(i - 1)?;
+        if let Some(c) = self.cur.as_mut() {
+            c.seek_for_prev(target)?;
+        }
+        self.skip_backward()
+    }
+    fn next(&mut self) -> Result<()> {
+        if let Some(c) = self.cur.as_mut() {
+            c.next()?;
+        }
+        self.skip_forward()
+    }
+    fn prev(&mut self) -> Result<()> {
+        if let Some(c) = self.cur.as_mut() {
+            c.prev()?;
+        }
+        self.skip_backward()
+    }
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map(|c| c.key()).unwrap_or(&[])
+    }
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map(|c| c.value()).unwrap_or(&[])
+    }
+}

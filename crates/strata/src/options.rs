@@ -1,0 +1,191 @@
+//! Tunables of a database, with the defaults an experienced RocksDB user would expect.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::fs::{FileSystem, RealFs};
+
+/// Largest accepted key, in bytes.
+pub const MAX_KEY_SIZE: usize = 64 * 1024;
+/// Largest accepted value, in bytes.
+pub const MAX_VALUE_SIZE: usize = 64 * 1024 * 1024;
+/// Largest accepted write batch (encoded), in bytes.
+pub const MAX_BATCH_SIZE: usize = 512 * 1024 * 1024;
+
+/// When the write-ahead log is forced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Written to the operating system only: survives a process crash, not power loss.
+    None,
+    /// Every batch is fsynced on its own before it is acknowledged.
+    EveryBatch,
+    /// Concurrent writers share one fsync (group commit); each is acknowledged durable.
+    GroupCommit,
+}
+
+/// Block compression of SSTables.
+pub use crate::sstable::Compression;
+
+/// A source of time, injectable so tests can drive delete-persistence deadlines.
+pub trait Clock: Send + Sync + Debug {
+    /// Microseconds since an arbitrary fixed origin.
+    fn now_micros(&self) -> u64;
+}
+
+/// Wall-clock time.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_micros(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// A clock that moves only when told to (tests).
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    /// Starts at `micros`.
+    pub fn new(micros: u64) -> Self {
+        ManualClock(AtomicU64::new(micros))
+    }
+    /// Moves time forward.
+    pub fn advance(&self, micros: u64) {
+        self.0.fetch_add(micros, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_micros(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Options for [`crate::Db::open`].
+///
+/// ```
+/// let mut opts = strata::Options::default();
+/// opts.memtable_budget = 8 << 20;
+/// opts.runs_per_level = 3; // tiering with size ratio 4
+/// opts.size_ratio = 4.0;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists.
+    pub error_if_exists: bool,
+    /// WAL durability.
+    pub sync: SyncPolicy,
+    /// Bytes of memtable (all keyspaces together) before it is frozen and flushed.
+    pub memtable_budget: usize,
+    /// Frozen memtables allowed to wait for flush before writers stall.
+    pub max_immutable_memtables: usize,
+    /// Size ratio T between adjacent levels.
+    pub size_ratio: f64,
+    /// Runs per level K: 1 = leveling, T-1 = tiering.
+    pub runs_per_level: usize,
+    /// Tiering above, leveling at the last level.
+    pub lazy_leveling: bool,
+    /// Level-0 runs that trigger a compaction.
+    pub l0_compaction_trigger: usize,
+    /// Level-0 runs at which writers stall until compaction catches up.
+    pub l0_stall_trigger: usize,
+    /// Target size of one SSTable written by compaction.
+    pub target_file_size: u64,
+    /// Data block ("page") size.
+    pub block_size: usize,
+    /// Bloom filter false-positive rate (0 disables filters).
+    pub bloom_fpr: f64,
+    /// Block compression.
+    pub compression: Compression,
+    /// Block cache capacity in bytes (0 disables it).
+    pub block_cache_bytes: usize,
+    /// Open SSTables kept in the table cache.
+    pub max_open_files: usize,
+    /// Background flush/compaction threads.
+    pub background_threads: usize,
+    /// File system (tests substitute a faulty one).
+    pub fs: Arc<dyn FileSystem>,
+    /// Clock (tests substitute a manual one).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            sync: SyncPolicy::None,
+            memtable_budget: 64 << 20,
+            max_immutable_memtables: 2,
+            size_ratio: 10.0,
+            runs_per_level: 1,
+            lazy_leveling: false,
+            l0_compaction_trigger: 4,
+            l0_stall_trigger: 20,
+            target_file_size: 64 << 20,
+            block_size: 8 << 10,
+            bloom_fpr: 0.01,
+            compression: Compression::None,
+            block_cache_bytes: 64 << 20,
+            max_open_files: 1000,
+            background_threads: 2,
+            fs: Arc::new(RealFs),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl Options {
+    /// Checks the options for values Strata cannot work with.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+        if self.memtable_budget < 4096 {
+            return bad("memtable_budget must be at least 4096 bytes");
+        }
+        if !(self.size_ratio >= 2.0) {
+            return bad("size_ratio must be at least 2");
+        }
+        if self.runs_per_level == 0 {
+            return bad("runs_per_level must be at least 1");
+        }
+        if self.l0_compaction_trigger == 0 || self.l0_stall_trigger <= self.l0_compaction_trigger {
+            return bad("need 0 < l0_compaction_trigger < l0_stall_trigger");
+        }
+        if self.block_size < 256 || self.block_size > 16 << 20 {
+            return bad("block_size must be between 256 bytes and 16 MiB");
+        }
+        if !(0.0..1.0).contains(&self.bloom_fpr) {
+            return bad("bloom_fpr must be in [0, 1)");
+        }
+        if self.background_threads == 0 {
+            return bad("background_threads must be at least 1");
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.target_file_size < 4096 {
+            return bad("target_file_size must be at least 4096 bytes");
+        }
+        Ok(())
+    }
+
+    /// Leveled levels hold one run; tiered levels up to `runs_per_level`.
+    pub(crate) fn is_leveled(&self, level: usize, last_level: usize) -> bool {
+        level > 0 && (self.runs_per_level == 1 || (self.lazy_leveling && level == last_level))
+    }
+
+    /// Byte capacity of level `level` (>= 1).
+    pub(crate) fn level_capacity(&self, level: usize) -> u64 {
+        let base = self.memtable_budget as f64 * self.size_ratio;
+        (base * self.size_ratio.powi(level.saturating_sub(1) as i32)) as u64
+    }
+}

@@ -1,0 +1,569 @@
+//! The sorted key/value block used for data blocks and the index block.
+//!
+//! Layout: entries, then `restart offsets: u32 LE × n`, then `n: u32 LE`. An entry is
+//! `varint shared ++ varint unshared ++ varint value_len ++ key[shared..] ++ value`,
+//! where `shared` is the prefix length it has in common with the previous key. Every
+//! `restart_interval`-th entry is a restart point: it stores its whole key (`shared = 0`)
+//! and its offset is listed, so seeks binary-search the restart points.
+//!
+//! Invariant checked by [`Block::decode`]: every entry parses, restart points sit on
+//! entry boundaries with `shared = 0`, the first entry is a restart point, and keys are
+//! valid internal keys in strictly increasing [`compare_internal`] order. Iteration still
+//! re-checks every read and reports errors rather than panicking.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::codec::{DecodeError, Decoder, put_u32, put_varint};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, parse_internal_key};
+
+/// Restart interval used when the caller has no preference.
+pub const DEFAULT_RESTART_INTERVAL: usize = 16;
+
+fn derr<T>(offset: usize, reason: &'static str) -> std::result::Result<T, DecodeError> {
+    Err(DecodeError { offset, reason })
+}
+
+/// Accumulates sorted entries into the block format.
+#[derive(Debug)]
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    interval: usize,
+    since_restart: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+}
+
+impl BlockBuilder {
+    /// A builder placing a restart point every `restart_interval` entries (0 acts as 1).
+    pub fn new(restart_interval: usize) -> Self {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: Vec::new(),
+            interval: restart_interval.max(1),
+            since_restart: 0,
+            last_key: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    /// Appends an entry. REQUIRES: `key` sorts after the previous key (the table
+    /// builder checks this; a violation yields a block that fails to decode).
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        let shared = if self.entries == 0 || self.since_restart >= self.interval {
+            self.restarts.push(self.buf.len() as u32);
+            self.since_restart = 0;
+            0
+        } else {
+            self.last_key.iter().zip(key).take_while(|(a, b)| a == b).count()
+        };
+        put_varint(&mut self.buf, shared as u64);
+        put_varint(&mut self.buf, (key.len() - shared) as u64);
+        put_varint(&mut self.buf, value.len() as u64);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.since_restart += 1;
+        self.entries += 1;
+    }
+
+    /// Size of the block if finished now.
+    pub fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// Entries added since the last [`BlockBuilder::finish`].
+    pub fn num_entries(&self) -> usize {
+        self.entries
+    }
+
+    /// True when no entry was added since the last [`BlockBuilder::finish`].
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// The last key added (empty if none).
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Returns the encoded block and resets the builder for the next block.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for r in &self.restarts {
+            put_u32(&mut out, *r);
+        }
+        put_u32(&mut out, self.restarts.len() as u32);
+        self.restarts.clear();
+        self.last_key.clear();
+        self.since_restart = 0;
+        self.entries = 0;
+        out
+    }
+}
+
+/// One entry's parsed header; ranges are absolute offsets into the block.
+struct Entry {
+    shared: usize,
+    delta: Range<usize>,
+    value: Range<usize>,
+}
+
+/// Parses the entry header at `off`, checking that it ends by `end`.
+fn entry_at(data: &[u8], off: usize, end: usize) -> std::result::Result<Entry, DecodeError> {
+    let Some(slice) = data.get(off..end) else {
+        return derr(off, "entry offset out of range");
+    };
+    let rel = |e: DecodeError| DecodeError {
+        offset: off + e.offset,
+        reason: e.reason,
+    };
+    let mut d = Decoder::new(slice);
+    let shared = d.varint().map_err(rel)?;
+    let unshared = d.varint_len(d.remaining()).map_err(rel)?;
+    let vlen = d.varint_len(d.remaining()).map_err(rel)?;
+    if unshared + vlen > d.remaining() {
+        return derr(off, "entry runs past the end of the block");
+    }
+    let start = off + d.position();
+    Ok(Entry {
+        shared: usize::try_from(shared).unwrap_or(usize::MAX),
+        delta: start..start + unshared,
+        value: start + unshared..start + unshared + vlen,
+    })
+}
+
+/// A decoded, validated block; shared through the block cache.
+#[derive(Debug)]
+pub struct Block {
+    data: Box<[u8]>,
+    data_end: usize,
+    restarts: Box<[u32]>,
+    entries: usize,
+}
+
+impl Block {
+    /// Validates `bytes` as a block (see the module docs). Error offsets are relative to
+    /// the block's first byte. Never panics.
+    pub fn decode(bytes: Vec<u8>) -> std::result::Result<Block, DecodeError> {
+        let len = bytes.len();
+        let Some(count_at) = len.checked_sub(4) else {
+            return derr(0, "block shorter than its restart count");
+        };
+        let count = Decoder::new(&bytes[count_at..]).u32()? as usize;
+        let Some(data_end) = count.checked_mul(4).and_then(|n| count_at.checked_sub(n)) else {
+            return derr(count_at, "restart count exceeds the block size");
+        };
+        let mut d = Decoder::new(&bytes[data_end..count_at]);
+        let restarts = (0..count)
+            .map(|_| d.u32())
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let entries = validate_entries(&bytes, data_end, &restarts)?;
+        Ok(Block {
+            data: bytes.into_boxed_slice(),
+            data_end,
+            restarts: restarts.into_boxed_slice(),
+            entries,
+        })
+    }
+
+    /// Number of entries.
+    pub fn num_entries(&self) -> usize {
+        self.entries
+    }
+
+    /// Number of restart points.
+    pub fn num_restarts(&self) -> usize {
+        self.restarts.len()
+    }
+
+    /// Approximate memory held, used as the block-cache charge.
+    pub fn charge(&self) -> usize {
+        std::mem::size_of::<Block>() + self.data.len() + 4 * self.restarts.len()
+    }
+
+    /// An unpositioned iterator whose errors name no file (for tools and tests).
+    pub fn iter(self: &Arc<Self>) -> BlockIter {
+        BlockIter::new(Arc::clone(self), Arc::from(Path::new("<block>")), 0)
+    }
+
+    /// The full key stored at restart point `i`.
+    fn restart_key(&self, i: usize) -> std::result::Result<&[u8], DecodeError> {
+        let off = self.restarts.get(i).map_or(usize::MAX, |&r| r as usize);
+        let e = entry_at(&self.data, off, self.data_end)?;
+        if e.shared != 0 {
+            return derr(off, "restart entry shares a prefix");
+        }
+        Ok(self.data.get(e.delta).unwrap_or_default())
+    }
+}
+
+/// Walks every entry once, checking the invariants in the module docs; returns the count.
+fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::result::Result<usize, DecodeError> {
+    if restarts.first().is_some_and(|&r| r != 0) || (restarts.is_empty() && data_end != 0) {
+        return derr(data_end, "first entry is not a restart point");
+    }
+    let (mut key, mut prev) = (Vec::new(), Vec::new());
+    let (mut off, mut next_restart, mut n) = (0usize, 0usize, 0usize);
+    while off < data_end {
+        let restart = restarts.get(next_restart).map(|&r| r as usize);
+        if restart.is_some_and(|r| r < off) {
+            return derr(off, "restart point not on an entry boundary");
+        }
+        let e = entry_at(data, off, data_end)?;
+        if restart == Some(off) {
+            if e.shared != 0 {
+                return derr(off, "restart entry shares a prefix");
+            }
+            next_restart += 1;
+        }
+        if e.shared > key.len() {
+            return derr(off, "shared prefix longer than the previous key");
+        }
+        std::mem::swap(&mut prev, &mut key);
+        key.clear();
+        key.extend_from_slice(&prev[..e.shared]);
+        key.extend_from_slice(&data[e.delta]);
+        if parse_internal_key(&key).is_none() {
+            return derr(off, "invalid internal key");
+        }
+        if n > 0 && compare_internal(&prev, &key) != Ordering::Less {
+            return derr(off, "keys out of order");
+        }
+        n += 1;
+        off = e.value.end;
+    }
+    if next_restart != restarts.len() {
+        return derr(data_end, "restart point past the last entry");
+    }
+    Ok(n)
+}
+
+/// A cursor over one block, implementing [`InternalIterator`].
+///
+/// Errors are reported as corruption of `path` at `base` + the offset inside the block.
+pub struct BlockIter {
+    block: Arc<Block>,
+    path: Arc<Path>,
+    base: u64,
+    /// Offset of the current entry.
+    current: usize,
+    /// Offset just past the current entry.
+    next: usize,
+    /// Last restart point at or before `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    value: Range<usize>,
+    valid: bool,
+}
+
+impl BlockIter {
+    /// An unpositioned iterator over `block`, which starts at file offset `base` of `path`.
+    pub fn new(block: Arc<Block>, path: Arc<Path>, base: u64) -> Self {
+        BlockIter {
+            block,
+            path,
+            base,
+            current: 0,
+            next: 0,
+            restart_index: 0,
+            key: Vec::new(),
+            value: 0..0,
+            valid: false,
+        }
+    }
+
+    fn corrupt(&mut self, e: DecodeError) -> Error {
+        self.invalidate();
+        let offset = self.base.saturating_add(e.offset as u64);
+        Error::corruption(&*self.path, offset, format!("bad block entry: {}", e.reason))
+    }
+
+    fn invalidate(&mut self) {
+        self.valid = false;
+        self.key.clear();
+        self.value = 0..0;
+    }
+
+    fn seek_to_restart(&mut self, i: usize) {
+        self.invalidate();
+        self.restart_index = i;
+        self.next = self.block.restarts.get(i).map_or(usize::MAX, |&r| r as usize);
+    }
+
+    /// Parses the entry at `self.next`; `Ok(false)` (invalid) at the end of the block.
+    fn parse_next(&mut self) -> Result<bool> {
+        let off = self.next;
+        if off >= self.block.data_end {
+            self.invalidate();
+            return Ok(false);
+        }
+        let e = match entry_at(&self.block.data, off, self.block.data_end) {
+            Ok(e) if e.shared <= self.key.len() => e,
+            Ok(_) => {
+                return Err(self.corrupt(DecodeError {
+                    offset: off,
+                    reason: "bad shared prefix",
+                }));
+            }
+            Err(err) => return Err(self.corrupt(err)),
+        };
+        self.key.truncate(e.shared);
+        self.key.extend_from_slice(&self.block.data[e.delta]);
+        self.current = off;
+        self.next = e.value.end;
+        self.value = e.value;
+        self.valid = true;
+        let restarts = &self.block.restarts;
+        while restarts.get(self.restart_index + 1).is_some_and(|&r| r as usize <= off) {
+            self.restart_index += 1;
+        }
+        Ok(true)
+    }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.seek_to_restart(0);
+        self.parse_next().map(drop)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.seek_to_restart(self.block.restarts.len().saturating_sub(1));
+        while self.parse_next()? && self.next < self.block.data_end {}
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        if self.block.restarts.is_empty() {
+            self.invalidate();
+            return Ok(());
+        }
+        // Last restart point whose key is < target; the answer is at or after it.
+        let (mut lo, mut hi) = (0, self.block.restarts.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            match self.block.restart_key(mid) {
+                Ok(k) if compare_internal(k, target) == Ordering::Less => lo = mid,
+                Ok(_) => hi = mid - 1,
+                Err(e) => return Err(self.corrupt(e)),
+            }
+        }
+        self.seek_to_restart(lo);
+        while self.parse_next()? {
+            if compare_internal(&self.key, target) != Ordering::Less {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.seek(target)?;
+        if !self.valid {
+            return self.seek_to_last();
+        }
+        if compare_internal(&self.key, target) == Ordering::Greater {
+            self.prev()?;
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.valid {
+            self.parse_next()?;
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let original = self.current;
+        let mut ri = self.restart_index;
+        while self.block.restarts.get(ri).is_none_or(|&r| r as usize >= original) {
+            if ri == 0 {
+                self.invalidate();
+                return Ok(());
+            }
+            ri -= 1;
+        }
+        // Re-scan from that restart point to the entry just before `original`.
+        self.seek_to_restart(ri);
+        while self.parse_next()? {
+            if self.next >= original {
+                break;
+            }
+        }
+        if !self.valid || self.next != original {
+            let e = DecodeError {
+                offset: original,
+                reason: "entry chain does not reach entry",
+            };
+            return Err(self.corrupt(e));
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block.data.get(self.value.clone()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, internal_key};
+    use proptest::prelude::*;
+
+    fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                let k = internal_key(
+                    format!("key{:05}", i / 3).as_bytes(),
+                    100 - (i % 3) as u64,
+                    ValueKind::Put,
+                );
+                (k, format!("v{i}").into_bytes())
+            })
+            .collect()
+    }
+
+    fn build(es: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in es {
+            b.add(k, v);
+        }
+        Arc::new(Block::decode(b.finish()).expect("valid block"))
+    }
+
+    fn collect_fwd(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first().expect("seek");
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().expect("next");
+        }
+        out
+    }
+
+    #[test]
+    fn roundtrip_both_directions_various_intervals() {
+        for interval in [1, 2, 16, 1000] {
+            let es = entries(300);
+            let block = build(&es, interval);
+            assert_eq!(block.num_entries(), 300);
+            let mut it = block.iter();
+            assert_eq!(collect_fwd(&mut it), es);
+            let mut rev = Vec::new();
+            it.seek_to_last().expect("seek");
+            while it.valid() {
+                rev.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev().expect("prev");
+            }
+            rev.reverse();
+            assert_eq!(rev, es, "interval {interval}");
+        }
+    }
+
+    #[test]
+    fn empty_block_is_valid_and_empty() {
+        let block = Arc::new(Block::decode(BlockBuilder::new(16).finish()).expect("empty"));
+        let mut it = block.iter();
+        it.seek_to_first().expect("ok");
+        assert!(!it.valid());
+        it.seek_to_last().expect("ok");
+        assert!(!it.valid());
+        it.seek(b"anything").expect("ok");
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn decode_rejects_out_of_order_and_bad_restarts() {
+        let mut b = BlockBuilder::new(16);
+        b.add(&internal_key(b"b", 1, ValueKind::Put), b"");
+        b.add(&internal_key(b"a", 1, ValueKind::Put), b"");
+        assert!(Block::decode(b.finish()).is_err());
+        let mut raw = BlockBuilder::new(16);
+        raw.add(&internal_key(b"a", 1, ValueKind::Put), b"x");
+        let mut bytes = raw.finish();
+        let n = bytes.len();
+        bytes[n - 8] = 3; // restart offset inside the first entry
+        assert!(Block::decode(bytes).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn seek_matches_model(n in 1usize..200, interval in 1usize..20, probes in proptest::collection::vec((0u32..80, 95u64..105), 1..40)) {
+            let es = entries(n);
+            let block = build(&es, interval);
+            let mut it = block.iter();
+            for (uk, seq) in probes {
+                let t = internal_key(format!("key{uk:05}").as_bytes(), seq, ValueKind::Put);
+                let ge = es.iter().find(|(k, _)| compare_internal(k, &t) != Ordering::Less);
+                it.seek(&t).expect("seek");
+                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|e| e.0.clone()));
+                let le = es.iter().rev().find(|(k, _)| compare_internal(k, &t) != Ordering::Greater);
+                it.seek_for_prev(&t).expect("seek_for_prev");
+                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|e| e.0.clone()));
+            }
+        }
+
+        #[test]
+        fn decode_and_iterate_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            exercise(bytes);
+        }
+
+        #[test]
+        fn mutated_blocks_never_panic(n in 1usize..40, flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4)) {
+            let mut b = BlockBuilder::new(4);
+            for (k, v) in entries(n) {
+                b.add(&k, &v);
+            }
+            let mut bytes = b.finish();
+            for (at, x) in flips {
+                let i = at % bytes.len();
+                bytes[i] ^= x;
+            }
+            exercise(bytes);
+        }
+    }
+
+    /// Drives every operation over whatever decodes; only errors, never panics or hangs.
+    fn exercise(bytes: Vec<u8>) {
+        let Ok(block) = Block::decode(bytes) else { return };
+        let block = Arc::new(block);
+        let mut it = block.iter();
+        let mut steps = 0;
+        if it.seek_to_first().is_ok() {
+            while it.valid() && it.next().is_ok() {
+                steps += 1;
+                assert!(steps <= block.num_entries());
+            }
+        }
+        steps = 0;
+        if it.seek_to_last().is_ok() {
+            while it.valid() && it.prev().is_ok() {
+                steps += 1;
+                assert!(steps <= block.num_entries());
+            }
+        }
+        let _ = it.seek(b"key00003\0\0\0\0\0\0\0\0");
+        let _ = it.seek_for_prev(b"key00003\0\0\0\0\0\0\0\0");
+    }
+}

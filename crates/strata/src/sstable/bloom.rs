@@ -1,0 +1,353 @@
+//! A blocked ("cache-local") bloom filter over user keys.
+//!
+//! Each key's 64-bit hash picks one 512-bit line (one 64-byte cache line) from its high
+//! 32 bits, and all `k` probes fall in that line: probe `i` sets bit
+//! `(h1 + i·h2) mod 512`, with `h1` = hash bits 0..9 and `h2` = bits 9..18 forced odd
+//! (double hashing; an odd step makes the `k` bits distinct). A lookup therefore touches
+//! one cache line.
+//!
+//! The hash is MurmurHash64A (Austin Appleby, public domain) with a fixed seed; it is
+//! part of the format (version byte 1), so it must never change for version 1.
+//!
+//! Sizing: a blocked filter needs more bits than a classic one for the same false-positive
+//! rate, because keys per line vary (Poisson). [`BloomPolicy::from_fpr`] models that
+//! exactly and picks the smallest bits-per-key (and best `k`) reaching the target.
+//!
+//! Encoding: `lines × 64 bytes (8 × u64 LE each) ++ num_lines: u32 LE ++ k: u8 ++ version: u8`.
+
+use crate::codec::{DecodeError, Decoder, put_u32, put_u64};
+
+const LINE_BITS: u32 = 512;
+const MAX_PROBES: u32 = 24;
+const MAX_BITS_PER_KEY: f64 = 100.0;
+const HASH_VERSION: u8 = 1;
+const SEED: u64 = 0x5354_5241_5441_424c;
+
+/// MurmurHash64A of `data` with Strata's fixed seed.
+pub fn hash64(data: &[u8]) -> u64 {
+    const M: u64 = 0xc6a4_a793_5bd1_e995;
+    const R: u32 = 47;
+    let mut h = SEED ^ (data.len() as u64).wrapping_mul(M);
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let mut k = u64::from_le_bytes(w).wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = (h ^ k).wrapping_mul(M);
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let t = tail
+            .iter()
+            .enumerate()
+            .fold(0u64, |t, (i, &b)| t | u64::from(b) << (8 * i));
+        h = (h ^ t).wrapping_mul(M);
+    }
+    h ^= h >> R;
+    h = h.wrapping_mul(M);
+    h ^ (h >> R)
+}
+
+/// Expected false-positive rate of a blocked filter with `bpk` bits per key and `k`
+/// probes: keys per line are Poisson(512 / bpk); a line holding `n` keys has a fraction
+/// `1 - (1 - k/512)^n` of its bits set, and a miss must find all `k` probes set.
+fn model_fpr(bpk: f64, k: u32) -> f64 {
+    let lambda = f64::from(LINE_BITS) / bpk;
+    let miss_one = 1.0 - f64::from(k) / f64::from(LINE_BITS);
+    let last = (lambda + 12.0 * lambda.sqrt() + 20.0) as u32;
+    let mut pmf = (-lambda).exp();
+    let mut total = 0.0;
+    for n in 0..=last {
+        if n > 0 {
+            pmf *= lambda / f64::from(n);
+        }
+        total += pmf * (1.0 - miss_one.powi(n as i32)).powi(k as i32);
+    }
+    total
+}
+
+/// The best probe count for `bpk` bits per key, and its modelled FPR.
+fn best_probes(bpk: f64) -> (u32, f64) {
+    (1..=MAX_PROBES)
+        .map(|k| (k, model_fpr(bpk, k)))
+        .fold((1, f64::INFINITY), |best, c| if c.1 < best.1 { c } else { best })
+}
+
+/// Filter shape: bits per key and probes per key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BloomPolicy {
+    bits_per_key: f64,
+    probes: u32,
+}
+
+impl BloomPolicy {
+    /// The smallest filter whose modelled false-positive rate is at most `fpr`;
+    /// `None` (no filter) when `fpr` is not in `(0, 1)`.
+    pub fn from_fpr(fpr: f64) -> Option<BloomPolicy> {
+        if !(fpr > 0.0 && fpr < 1.0) {
+            return None;
+        }
+        // FPR falls monotonically with bits per key: bisect.
+        let (mut lo, mut hi) = (0.5f64, MAX_BITS_PER_KEY);
+        for _ in 0..40 {
+            let mid = (lo + hi) / 2.0;
+            if best_probes(mid).1 <= fpr { hi = mid } else { lo = mid }
+        }
+        BloomPolicy::from_bits_per_key(hi)
+    }
+
+    /// A filter with `bits_per_key` bits per key (clamped to 100) and the best probe
+    /// count for it; `None` when `bits_per_key` is not positive.
+    pub fn from_bits_per_key(bits_per_key: f64) -> Option<BloomPolicy> {
+        // Also rejects NaN.
+        if bits_per_key.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return None;
+        }
+        let bits_per_key = bits_per_key.min(MAX_BITS_PER_KEY);
+        Some(BloomPolicy {
+            bits_per_key,
+            probes: best_probes(bits_per_key).0,
+        })
+    }
+
+    /// Bits per key.
+    pub fn bits_per_key(&self) -> f64 {
+        self.bits_per_key
+    }
+
+    /// Probes per key.
+    pub fn probes(&self) -> u32 {
+        self.probes
+    }
+
+    /// The modelled false-positive rate.
+    pub fn estimated_fpr(&self) -> f64 {
+        model_fpr(self.bits_per_key, self.probes)
+    }
+
+    fn lines_for(&self, keys: usize) -> u32 {
+        let bits = (keys as f64 * self.bits_per_key).ceil();
+        ((bits / f64::from(LINE_BITS)).ceil() as u32).max(1)
+    }
+}
+
+/// Collects key hashes, then builds the filter.
+#[derive(Debug)]
+pub struct BloomBuilder {
+    policy: BloomPolicy,
+    hashes: Vec<u64>,
+}
+
+impl BloomBuilder {
+    /// An empty builder.
+    pub fn new(policy: BloomPolicy) -> Self {
+        BloomBuilder {
+            policy,
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a user key. Adding the same key twice in a row counts it once.
+    pub fn add_key(&mut self, user_key: &[u8]) {
+        let h = hash64(user_key);
+        if self.hashes.last() != Some(&h) {
+            self.hashes.push(h);
+        }
+    }
+
+    /// Keys added.
+    pub fn num_keys(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Encoded size if finished now.
+    pub fn estimated_size(&self) -> usize {
+        self.policy.lines_for(self.hashes.len()) as usize * 64 + 6
+    }
+
+    /// Builds the filter (one empty line when no key was added, so it rejects all).
+    pub fn finish(self) -> BloomFilter {
+        let mut f = BloomFilter {
+            lines: vec![Line([0; 8]); self.policy.lines_for(self.hashes.len()) as usize],
+            probes: self.policy.probes,
+        };
+        for h in self.hashes {
+            f.set(h);
+        }
+        f
+    }
+}
+
+/// One cache line of filter bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+struct Line([u64; 8]);
+
+/// A built or decoded filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BloomFilter {
+    lines: Vec<Line>,
+    probes: u32,
+}
+
+impl BloomFilter {
+    /// The line and the bit positions probed for hash `h`.
+    fn probes_of(&self, h: u64) -> (usize, impl Iterator<Item = u32> + use<>) {
+        let line = (((h >> 32) * self.lines.len() as u64) >> 32) as usize;
+        let h1 = h as u32;
+        let h2 = ((h >> 9) as u32) | 1;
+        let bits = (0..self.probes).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % LINE_BITS);
+        (line, bits)
+    }
+
+    fn set(&mut self, h: u64) {
+        let (line, bits) = self.probes_of(h);
+        if let Some(l) = self.lines.get_mut(line) {
+            for b in bits {
+                l.0[(b / 64) as usize] |= 1 << (b % 64);
+            }
+        }
+    }
+
+    /// False only if `user_key` was certainly not added.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        let (line, mut bits) = self.probes_of(hash64(user_key));
+        self.lines
+            .get(line)
+            .is_none_or(|l| bits.all(|b| l.0[(b / 64) as usize] & (1 << (b % 64)) != 0))
+    }
+
+    /// Number of 64-byte lines.
+    pub fn num_lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Total filter bits.
+    pub fn num_bits(&self) -> u64 {
+        self.lines.len() as u64 * u64::from(LINE_BITS)
+    }
+
+    /// Probes per key.
+    pub fn probes(&self) -> u32 {
+        self.probes
+    }
+
+    /// Encodes as described in the module docs.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.lines.len() * 64 + 6);
+        for w in self.lines.iter().flat_map(|l| l.0) {
+            put_u64(&mut out, w);
+        }
+        put_u32(&mut out, self.lines.len() as u32);
+        out.push(self.probes as u8);
+        out.push(HASH_VERSION);
+        out
+    }
+
+    /// Decodes and validates an encoded filter. Never panics.
+    pub fn decode(bytes: &[u8]) -> Result<BloomFilter, DecodeError> {
+        let err = |offset, reason| Err(DecodeError { offset, reason });
+        let Some(meta_at) = bytes.len().checked_sub(6) else {
+            return err(0, "bloom filter too short");
+        };
+        let mut meta = Decoder::new(&bytes[meta_at..]);
+        let lines = meta.u32()? as usize;
+        let probes = u32::from(meta.u8()?);
+        if meta.u8()? != HASH_VERSION {
+            return err(meta_at + 5, "unknown bloom filter version");
+        }
+        if probes == 0 || probes > MAX_PROBES {
+            return err(meta_at + 4, "bloom probe count out of range");
+        }
+        if lines == 0 || lines.checked_mul(64) != Some(meta_at) {
+            return err(meta_at, "bloom line count does not match the filter size");
+        }
+        let mut d = Decoder::new(&bytes[..meta_at]);
+        let mut out = Vec::with_capacity(lines);
+        for _ in 0..lines {
+            let mut l = Line([0; 8]);
+            for w in &mut l.0 {
+                *w = d.u64()?;
+            }
+            out.push(l);
+        }
+        Ok(BloomFilter { lines: out, probes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn measured_fpr(target: f64) -> (f64, f64) {
+        let policy = BloomPolicy::from_fpr(target).expect("policy");
+        let mut b = BloomBuilder::new(policy);
+        let n = 10_000;
+        for i in 0..n {
+            b.add_key(format!("user{i:08}").as_bytes());
+        }
+        let f = BloomFilter::decode(&b.finish().encode()).expect("decode");
+        for i in 0..n {
+            assert!(f.may_contain(format!("user{i:08}").as_bytes()), "false negative {i}");
+        }
+        let probes = 200_000;
+        let fp = (0..probes)
+            .filter(|i| f.may_contain(format!("other{i:08}").as_bytes()))
+            .count();
+        (fp as f64 / f64::from(probes), f.num_bits() as f64 / n as f64)
+    }
+
+    #[test]
+    fn fpr_within_target_and_size_sane() {
+        for target in [0.01, 0.05] {
+            let (fpr, bpk) = measured_fpr(target);
+            assert!(fpr <= target * 1.5, "target {target}: measured {fpr}");
+            assert!(fpr >= target / 3.0, "target {target}: filter oversized ({fpr})");
+            // A classic filter needs -ln(p)/ln²2 bits per key; blocking costs a bit more.
+            let classic = -target.ln() / std::f64::consts::LN_2.powi(2);
+            assert!(bpk < classic * 1.4, "target {target}: {bpk} bits per key");
+        }
+    }
+
+    #[test]
+    fn no_filter_for_degenerate_rates() {
+        for r in [0.0, 1.0, 1.5, -0.1, f64::NAN] {
+            assert!(BloomPolicy::from_fpr(r).is_none(), "{r}");
+        }
+        let empty = BloomBuilder::new(BloomPolicy::from_fpr(0.01).expect("policy")).finish();
+        assert!(!empty.may_contain(b"x"));
+    }
+
+    #[test]
+    fn murmur64a_is_stable() {
+        // Pinned: the hash is part of the on-disk format.
+        assert_eq!(hash64(b""), 0xf771_b6ca_edd0_5257);
+        assert_eq!(hash64(b"strata"), 0x44ec_065b_7e68_cdd6);
+        assert_eq!(hash64(b"0123456789abcdef!"), 0xc7dc_fe89_ab42_d311);
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(f) = BloomFilter::decode(&bytes) {
+                let _ = f.may_contain(&bytes);
+                prop_assert_eq!(f.encode(), bytes);
+            }
+        }
+
+        #[test]
+        fn no_false_negatives(keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..200)) {
+            let mut b = BloomBuilder::new(BloomPolicy::from_bits_per_key(6.0).expect("policy"));
+            for k in &keys {
+                b.add_key(k);
+            }
+            let f = b.finish();
+            for k in &keys {
+                prop_assert!(f.may_contain(k));
+            }
+        }
+    }
+}

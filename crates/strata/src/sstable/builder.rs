@@ -1,0 +1,277 @@
+//! Writes one SSTable from entries given in strictly increasing internal-key order.
+//!
+//! Data blocks are cut when they reach `block_size`; each cut adds a fence pointer to
+//! the index. `finish` appends the filter, range-del, properties and index blocks and the
+//! footer, in that order, then syncs. After any error the builder must be dropped (the
+//! file is then garbage for the caller to delete).
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use super::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
+use super::bloom::{BloomBuilder, BloomPolicy};
+use super::format::{BlockHandle, Compression, Footer, seal_block};
+use super::index::FenceValue;
+use super::properties::Properties;
+use super::range_del::encode_range_dels;
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, user_key};
+use crate::range_tombstone::RangeTombstone;
+
+/// Largest key or value accepted: block offsets are u32, so an entry must leave room.
+const MAX_ENTRY_PART: usize = 1 << 30;
+
+/// How tables are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block in bytes.
+    pub block_size: usize,
+    /// Entries between restart points inside a block.
+    pub restart_interval: usize,
+    /// Target bloom false-positive rate; 0 or >= 1 writes no filter.
+    pub bloom_fpr: f64,
+    /// Compression of data blocks (meta blocks are never compressed).
+    pub compression: Compression,
+    /// Creation time recorded in the properties (caller's clock).
+    pub created_at: u64,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 8192,
+            restart_interval: DEFAULT_RESTART_INTERVAL,
+            bloom_fpr: 0.01,
+            compression: Compression::None,
+            created_at: 0,
+        }
+    }
+}
+
+/// Statistics of the data block being filled.
+#[derive(Debug, Clone, Copy)]
+struct BlockStats {
+    min_seq: SeqNo,
+    max_seq: SeqNo,
+}
+
+/// Builds one table file.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    opts: TableOptions,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    bloom: Option<BloomBuilder>,
+    block: Option<BlockStats>,
+    last_key: Vec<u8>,
+    props: Properties,
+    range_dels: Vec<RangeTombstone>,
+    tombstone_time: Option<u64>,
+    offset: u64,
+}
+
+impl TableBuilder {
+    /// Starts a table in `file` (named `path` in errors).
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: TableOptions) -> Self {
+        let offset = file.len();
+        TableBuilder {
+            data: BlockBuilder::new(opts.restart_interval),
+            // Index entries are few and seeks binary-search them, so restart often.
+            index: BlockBuilder::new(1),
+            bloom: BloomPolicy::from_fpr(opts.bloom_fpr).map(BloomBuilder::new),
+            block: None,
+            last_key: Vec::new(),
+            props: Properties {
+                created_at: opts.created_at,
+                ..Properties::default()
+            },
+            range_dels: Vec::new(),
+            tombstone_time: None,
+            file,
+            path,
+            opts,
+            offset,
+        }
+    }
+
+    /// Appends an entry. REQUIRES: `ikey` is a valid internal key greater than every key
+    /// added before; otherwise returns [`Error::InvalidArgument`] and adds nothing.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let Some(parsed) = parse_internal_key(ikey) else {
+            return Err(Error::InvalidArgument("malformed internal key".into()));
+        };
+        if self.props.entries > 0 && compare_internal(&self.last_key, ikey) != Ordering::Less {
+            return Err(Error::InvalidArgument("table keys must be strictly increasing".into()));
+        }
+        if ikey.len() > MAX_ENTRY_PART || value.len() > MAX_ENTRY_PART {
+            return Err(Error::InvalidArgument(
+                "key or value too large for a table block".into(),
+            ));
+        }
+        let new_user_key = self.props.entries == 0 || user_key(&self.last_key) != parsed.user_key;
+        if new_user_key && let Some(b) = &mut self.bloom {
+            b.add_key(parsed.user_key);
+        }
+        let p = &mut self.props;
+        if p.entries == 0 {
+            p.smallest_user_key = parsed.user_key.to_vec();
+            (p.min_seq, p.max_seq) = (parsed.seq, parsed.seq);
+        }
+        if new_user_key {
+            p.largest_user_key = parsed.user_key.to_vec();
+        }
+        p.entries += 1;
+        match parsed.kind {
+            ValueKind::Put => p.puts += 1,
+            ValueKind::Delete => p.deletes += 1,
+            ValueKind::DeferredDelete => p.deferred_deletes += 1,
+        }
+        p.min_seq = p.min_seq.min(parsed.seq);
+        p.max_seq = p.max_seq.max(parsed.seq);
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        let s = self.block.get_or_insert(BlockStats {
+            min_seq: parsed.seq,
+            max_seq: parsed.seq,
+        });
+        s.min_seq = s.min_seq.min(parsed.seq);
+        s.max_seq = s.max_seq.max(parsed.seq);
+
+        self.data.add(ikey, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        if self.data.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Records a range tombstone. Empty ranges (`start >= end`) delete nothing and are
+    /// dropped.
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) {
+        if t.start < t.end {
+            self.range_dels.push(t);
+        }
+    }
+
+    /// Notes the (caller's clock) time of a tombstone written to this table; the oldest
+    /// is kept and recorded if the table holds any tombstone.
+    pub fn note_tombstone_time(&mut self, t: u64) {
+        self.tombstone_time = Some(self.tombstone_time.map_or(t, |o| o.min(t)));
+    }
+
+    /// Bytes the file would have if finished now (approximately).
+    pub fn estimated_size(&self) -> u64 {
+        let filter = self.bloom.as_ref().map_or(0, BloomBuilder::estimated_size);
+        let range_dels: usize = self.range_dels.iter().map(|t| t.start.len() + t.end.len() + 12).sum();
+        self.offset + (self.data.estimated_size() + self.index.estimated_size() + filter + range_dels) as u64
+    }
+
+    /// Point entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// True when neither an entry nor a range tombstone was added.
+    pub fn is_empty(&self) -> bool {
+        self.props.entries == 0 && self.range_dels.is_empty()
+    }
+
+    /// Names the file in I/O errors that do not already.
+    fn with_path(&self, e: Error) -> Error {
+        match e {
+            Error::Io { path: None, source } => Error::io(&self.path, source),
+            e => e,
+        }
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.append(bytes).map_err(|e| self.with_path(e))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn write_block(&mut self, payload: &[u8], compression: Compression) -> Result<BlockHandle> {
+        let (sealed, size) = seal_block(payload, compression);
+        let handle = BlockHandle {
+            offset: self.offset,
+            size,
+        };
+        self.write_raw(&sealed)?;
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        let Some(stats) = self.block.take() else {
+            return Ok(());
+        };
+        let entries = self.data.num_entries() as u64;
+        let raw = self.data.finish();
+        let handle = self.write_block(&raw, self.opts.compression)?;
+        let fence = FenceValue {
+            handle,
+            min_seq: stats.min_seq,
+            max_seq: stats.max_seq,
+            entries,
+        };
+        self.index.add(&self.last_key, &fence.encode());
+        self.props.data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes the remaining blocks and the footer, syncs, and returns the file size and
+    /// the properties.
+    pub fn finish(mut self) -> Result<(u64, Properties)> {
+        self.flush_data_block()?;
+        let filter_payload = self.bloom.take().map(|b| b.finish().encode()).unwrap_or_default();
+        let filter = self.write_block(&filter_payload, Compression::None)?;
+
+        self.range_dels.sort();
+        let range_del = self.write_block(&encode_range_dels(&self.range_dels), Compression::None)?;
+
+        // The index goes last but its size is a property: seal it first.
+        let (index_sealed, index_size) = seal_block(&self.index.finish(), Compression::None);
+        let p = &mut self.props;
+        for (i, t) in self.range_dels.iter().enumerate() {
+            if p.entries == 0 && i == 0 {
+                (p.min_seq, p.max_seq) = (t.seq, t.seq);
+            }
+            p.min_seq = p.min_seq.min(t.seq);
+            p.max_seq = p.max_seq.max(t.seq);
+        }
+        if let (Some(lo), Some(hi)) = (
+            self.range_dels.iter().map(|t| &t.start).min(),
+            self.range_dels.iter().map(|t| &t.end).max(),
+        ) {
+            if p.entries == 0 || *lo < p.smallest_user_key {
+                p.smallest_user_key = lo.clone();
+            }
+            if p.entries == 0 || *hi > p.largest_user_key {
+                p.largest_user_key = hi.clone();
+            }
+        }
+        p.range_deletes = self.range_dels.len() as u64;
+        p.oldest_tombstone_time = if p.tombstones() > 0 { self.tombstone_time } else { None };
+        p.index_size = index_size;
+        p.filter_size = filter.size;
+        let props_bytes = p.encode();
+        let properties = self.write_block(&props_bytes, Compression::None)?;
+
+        let index = BlockHandle {
+            offset: self.offset,
+            size: index_size,
+        };
+        self.write_raw(&index_sealed)?;
+        let footer = Footer {
+            index,
+            filter,
+            properties,
+            range_del,
+        };
+        self.write_raw(&footer.encode())?;
+        self.file.sync().map_err(|e| self.with_path(e))?;
+        Ok((self.offset, self.props))
+    }
+}

@@ -1,0 +1,427 @@
+//! Reads an SSTable: point lookups and a two-level (index, then data block) iterator.
+//!
+//! `open` reads and validates the footer and the small meta blocks (index, filter,
+//! properties, range tombstones) and keeps them in memory. Data blocks are read on demand
+//! through the shared block cache, keyed by (file number, block offset); every read
+//! from disk verifies the block checksum and decodes (validates) the block before it is
+//! cached, so cached blocks are always well-formed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::block::{Block, BlockIter};
+use super::bloom::BloomFilter;
+use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block};
+use super::index::{FencePointer, FenceValue};
+use super::properties::Properties;
+use super::range_del::decode_range_dels;
+use crate::cache::BlockCache;
+use crate::codec::DecodeError;
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
+use crate::range_tombstone::RangeTombstone;
+
+/// An open, validated table.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    number: u64,
+    size: u64,
+    footer: Footer,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    props: Properties,
+    range_dels: Vec<RangeTombstone>,
+    cache: Option<Arc<BlockCache>>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+/// Turns a decode error inside the block at `base` into a corruption error.
+fn corrupt(path: &Path, base: u64, what: &str, e: DecodeError) -> Error {
+    Error::corruption(
+        path,
+        base.saturating_add(e.offset as u64),
+        format!("{what}: {}", e.reason),
+    )
+}
+
+/// Reads a block, verifies its checksum, and returns the uncompressed payload.
+fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
+    let path = file.path();
+    let end = h.end_with_trailer().filter(|&end| end <= file.size());
+    let Some(len) = end.and_then(|end| usize::try_from(end - h.offset).ok()) else {
+        return Err(Error::corruption(
+            path,
+            h.offset,
+            format!("{what}: block extends past end of file"),
+        ));
+    };
+    let raw = file.read_at(h.offset, len)?;
+    unseal_block(&raw).map_err(|e| corrupt(path, h.offset, what, e))
+}
+
+impl Table {
+    /// Opens table `number` stored in `file`, validating footer and meta blocks.
+    pub fn open(file: Arc<dyn RandomAccessFile>, number: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
+        let path: Arc<Path> = Arc::from(file.path());
+        let size = file.size();
+        let Some(footer_at) = size.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(
+                &*path,
+                0,
+                format!("file of {size} bytes is too small for an SSTable"),
+            ));
+        };
+        let footer_bytes = file.read_at(footer_at, FOOTER_LEN)?;
+        let footer = Footer::decode(&footer_bytes, size).map_err(|e| corrupt(&path, footer_at, "footer", e))?;
+
+        let props_raw = read_payload(&*file, footer.properties, "properties block")?;
+        let props =
+            Properties::decode(&props_raw).map_err(|e| corrupt(&path, footer.properties.offset, "properties", e))?;
+
+        let filter_raw = read_payload(&*file, footer.filter, "filter block")?;
+        let filter = if filter_raw.is_empty() {
+            None
+        } else {
+            let f = BloomFilter::decode(&filter_raw).map_err(|e| corrupt(&path, footer.filter.offset, "filter", e))?;
+            Some(f)
+        };
+
+        let rd_raw = read_payload(&*file, footer.range_del, "range-del block")?;
+        let range_dels =
+            decode_range_dels(&rd_raw).map_err(|e| corrupt(&path, footer.range_del.offset, "range-del", e))?;
+
+        let index_raw = read_payload(&*file, footer.index, "index block")?;
+        let index = Block::decode(index_raw).map_err(|e| corrupt(&path, footer.index.offset, "index block", e))?;
+        let table = Table {
+            file,
+            path,
+            number,
+            size,
+            footer,
+            index: Arc::new(index),
+            filter,
+            props,
+            range_dels,
+            cache,
+        };
+        table.validate_index()?;
+        Ok(table)
+    }
+
+    /// Checks every fence pointer: ascending, disjoint, inside the data region (which
+    /// ends where the filter block starts), and agreeing with the properties.
+    fn validate_index(&self) -> Result<()> {
+        let bad = |reason: &str| Error::corruption(&*self.path, self.footer.index.offset, reason.to_string());
+        let mut prev_end = 0u64;
+        let (mut blocks, mut entries) = (0u64, 0u64);
+        for fp in self.fence_pointers()? {
+            let h = fp.value.handle;
+            match h.end_with_trailer() {
+                Some(end) if h.offset >= prev_end && end <= self.footer.filter.offset => prev_end = end,
+                _ => return Err(bad("fence pointer outside the data region or out of order")),
+            }
+            blocks += 1;
+            entries = entries.saturating_add(fp.value.entries);
+        }
+        if blocks != self.props.data_blocks || entries != self.props.entries {
+            return Err(bad("index disagrees with the properties block"));
+        }
+        Ok(())
+    }
+
+    /// Reads a data block through the cache.
+    fn read_data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(b) = self.cache.as_ref().and_then(|c| c.get(self.number, h.offset)) {
+            return Ok(b);
+        }
+        let raw = read_payload(&*self.file, h, "data block")?;
+        let block = Arc::new(Block::decode(raw).map_err(|e| corrupt(&self.path, h.offset, "data block", e))?);
+        if let Some(c) = &self.cache {
+            c.insert(self.number, h.offset, Arc::clone(&block));
+        }
+        Ok(block)
+    }
+
+    fn index_iter(&self) -> BlockIter {
+        BlockIter::new(
+            Arc::clone(&self.index),
+            Arc::clone(&self.path),
+            self.footer.index.offset,
+        )
+    }
+
+    fn fence_at(&self, it: &BlockIter) -> Result<FenceValue> {
+        FenceValue::decode(it.value()).map_err(|e| corrupt(&self.path, self.footer.index.offset, "fence pointer", e))
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &Properties {
+        &self.props
+    }
+
+    /// The table's range tombstones, sorted by `(start, end, seq)`.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_dels
+    }
+
+    /// The bloom filter, if the table has one.
+    pub fn filter(&self) -> Option<&BloomFilter> {
+        self.filter.as_ref()
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// False only if no point entry for `user_key` is in the table.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
+    /// value)`. Range tombstones are not applied (see [`Table::range_tombstones`]).
+    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = seek_key(user_key, snapshot.min(MAX_SEQNO));
+        let mut idx = self.index_iter();
+        idx.seek(&target)?;
+        if !idx.valid() {
+            return Ok(None);
+        }
+        let fence = self.fence_at(&idx)?;
+        // This block holds the first entry >= target. If every seqno in it exceeds the
+        // snapshot, that entry cannot be a visible version of `user_key`, so it belongs
+        // to a later user key: the answer is None without reading the block.
+        if fence.min_seq > snapshot {
+            return Ok(None);
+        }
+        let block = self.read_data_block(fence.handle)?;
+        let mut it = BlockIter::new(block, Arc::clone(&self.path), fence.handle.offset);
+        it.seek(&target)?;
+        if !it.valid() {
+            return Err(Error::corruption(
+                &*self.path,
+                fence.handle.offset,
+                "data block ends before its fence key",
+            ));
+        }
+        match parse_internal_key(it.key()) {
+            Some(p) if p.user_key == user_key => Ok(Some((p.seq, p.kind, it.value().to_vec()))),
+            Some(_) => Ok(None),
+            None => Err(Error::corruption(
+                &*self.path,
+                fence.handle.offset,
+                "malformed internal key",
+            )),
+        }
+    }
+
+    /// An unpositioned iterator over all point entries.
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter {
+            index: self.index_iter(),
+            table: Arc::clone(self),
+            data: None,
+        }
+    }
+
+    /// Every fence pointer, in order (decodes the whole index).
+    pub fn fence_pointers(&self) -> Result<Vec<FencePointer>> {
+        let mut out = Vec::new();
+        let mut it = self.index_iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            out.push(FencePointer {
+                last_key: it.key().to_vec(),
+                value: self.fence_at(&it)?,
+            });
+            it.next()?;
+        }
+        Ok(out)
+    }
+
+    /// An iterator over one data block (for tools).
+    pub fn block_iter(&self, handle: BlockHandle) -> Result<BlockIter> {
+        let block = self.read_data_block(handle)?;
+        Ok(BlockIter::new(block, Arc::clone(&self.path), handle.offset))
+    }
+
+    /// The file number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// Two-level iterator over a table: the index picks the block, the block iterator the
+/// entry. `data` is `None` when unpositioned or past either end.
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<(u64, BlockIter)>,
+}
+
+impl TableIter {
+    /// Points `data` at the block the index is on (reusing it if already loaded).
+    /// Returns false when the index is exhausted.
+    fn load_block(&mut self) -> Result<bool> {
+        if !self.index.valid() {
+            self.data = None;
+            return Ok(false);
+        }
+        let fence = self.table.fence_at(&self.index)?;
+        if self.data.as_ref().is_some_and(|(off, _)| *off == fence.handle.offset) {
+            return Ok(true);
+        }
+        // Cleared first so a failed load leaves the iterator invalid.
+        self.data = None;
+        let it = self.table.block_iter(fence.handle)?;
+        self.data = Some((fence.handle.offset, it));
+        Ok(true)
+    }
+
+    fn data_mut(&mut self) -> Option<&mut BlockIter> {
+        self.data.as_mut().map(|(_, it)| it)
+    }
+
+    fn exhausted_block(&self) -> bool {
+        self.data.as_ref().is_some_and(|(_, it)| !it.valid())
+    }
+
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.exhausted_block() {
+            self.index.next()?;
+            if !self.load_block()? {
+                break;
+            }
+            if let Some(d) = self.data_mut() {
+                d.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_backward(&mut self) -> Result<()> {
+        while self.exhausted_block() {
+            self.index.prev()?;
+            if !self.load_block()? {
+                break;
+            }
+            if let Some(d) = self.data_mut() {
+                d.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a positioning step; an error leaves the iterator invalid.
+    fn guard(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        let r = f(self);
+        if r.is_err() {
+            self.data = None;
+        }
+        r
+    }
+
+    /// Runs `f` on the current block after loading it; `data` stays `None` if the index
+    /// is exhausted.
+    fn position(&mut self, f: impl FnOnce(&mut BlockIter) -> Result<()>) -> Result<()> {
+        if self.load_block()?
+            && let Some(d) = self.data_mut()
+        {
+            f(d)?;
+        }
+        Ok(())
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|(_, it)| it.valid())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.guard(|s| {
+            s.index.seek_to_first()?;
+            s.position(|d| d.seek_to_first())?;
+            s.skip_forward()
+        })
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.guard(|s| {
+            s.index.seek_to_last()?;
+            s.position(|d| d.seek_to_last())?;
+            s.skip_backward()
+        })
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.guard(|s| {
+            s.index.seek(target)?;
+            s.position(|d| d.seek(target))?;
+            s.skip_forward()
+        })
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.guard(|s| {
+            // The first block whose last key is >= target holds the answer or follows it.
+            s.index.seek(target)?;
+            if !s.index.valid() {
+                s.index.seek_to_last()?;
+            }
+            s.position(|d| d.seek_for_prev(target))?;
+            s.skip_backward()
+        })
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.guard(|s| {
+            if let Some(d) = s.data_mut() {
+                d.next()?;
+            }
+            s.skip_forward()
+        })
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        self.guard(|s| {
+            if let Some(d) = s.data_mut() {
+                d.prev()?;
+            }
+            s.skip_backward()
+        })
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(_, it)| it.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(_, it)| it.value())
+    }
+}

@@ -1,0 +1,444 @@
+//! Builder/reader round trips, corruption detection and model-checked seeks.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::format::FOOTER_LEN;
+use super::*;
+use crate::cache::BlockCache;
+use crate::error::Error;
+use crate::fs::{FileSystem, RealFs};
+use crate::iter::InternalIterator;
+use crate::key::{SeqNo, ValueKind, compare_internal, internal_key, parse_internal_key, seek_key};
+use crate::range_tombstone::RangeTombstone;
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// User key `i` of the model; a few hold non-printable bytes.
+fn uk_of(i: usize) -> Vec<u8> {
+    if i % 50 == 7 {
+        format!("k{i:05}\x00\u{ff}").into_bytes()
+    } else {
+        format!("k{i:05}").into_bytes()
+    }
+}
+
+/// Sorted entries: `n` user keys with 1..=4 versions of random kinds, plus some
+/// deferred deletes sharing a Put's seqno.
+fn model(n: usize, seed: u64) -> Entries {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    let kinds = [ValueKind::Put, ValueKind::Delete, ValueKind::DeferredDelete];
+    for i in 0..n {
+        let uk = uk_of(i);
+        let mut seq: SeqNo = rng.gen_range(1..1000);
+        for _ in 0..rng.gen_range(1..=4) {
+            let kind = kinds[rng.gen_range(0..3)];
+            let value = if kind == ValueKind::Put {
+                vec![b'a' + (i % 26) as u8; rng.gen_range(0..40)]
+            } else {
+                Vec::new()
+            };
+            if kind == ValueKind::Put && rng.gen_bool(0.1) {
+                out.push((internal_key(&uk, seq, ValueKind::DeferredDelete), Vec::new()));
+            }
+            out.push((internal_key(&uk, seq, kind), value));
+            seq += rng.gen_range(1..500);
+        }
+    }
+    out.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    out
+}
+
+fn tombstones() -> Vec<RangeTombstone> {
+    vec![
+        RangeTombstone {
+            start: b"k00010".to_vec(),
+            end: b"k00020".to_vec(),
+            seq: 5000,
+        },
+        RangeTombstone {
+            start: b"a".to_vec(),
+            end: b"b".to_vec(),
+            seq: 1,
+        },
+        RangeTombstone {
+            start: b"k00100".to_vec(),
+            end: b"zz".to_vec(),
+            seq: 7,
+        },
+    ]
+}
+
+fn write(
+    dir: &Path,
+    number: u64,
+    es: &Entries,
+    ts: &[RangeTombstone],
+    opts: TableOptions,
+) -> (PathBuf, u64, Properties) {
+    let path = dir.join(table_file_name(number));
+    let mut b = TableBuilder::new(RealFs.create(&path).expect("create"), path.clone(), opts);
+    for (k, v) in es {
+        b.add(k, v).expect("add");
+    }
+    for t in ts {
+        b.add_range_tombstone(t.clone());
+    }
+    b.note_tombstone_time(300);
+    b.note_tombstone_time(200);
+    let (size, props) = b.finish().expect("finish");
+    (path, size, props)
+}
+
+fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<Table>> {
+    Ok(Arc::new(Table::open(RealFs.open(path)?, 1, cache)?))
+}
+
+fn scan_fwd(t: &Arc<Table>) -> crate::Result<Entries> {
+    let mut it = t.iter();
+    let mut out = Vec::new();
+    it.seek_to_first()?;
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next()?;
+    }
+    Ok(out)
+}
+
+fn model_get(es: &Entries, uk: &[u8], snap: SeqNo) -> Option<(SeqNo, ValueKind, Vec<u8>)> {
+    es.iter().find_map(|(k, v)| {
+        let p = parse_internal_key(k)?;
+        (p.user_key == uk && p.seq <= snap).then(|| (p.seq, p.kind, v.clone()))
+    })
+}
+
+fn small_blocks(compression: Compression) -> TableOptions {
+    TableOptions {
+        block_size: 512,
+        compression,
+        created_at: 42,
+        ..TableOptions::default()
+    }
+}
+
+#[test]
+fn roundtrip_get_iterate_properties_with_and_without_lz4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(3000, 1);
+    let mut sizes = Vec::new();
+    for (n, c) in [(1, Compression::None), (2, Compression::Lz4)] {
+        let (path, size, props) = write(dir.path(), n, &es, &tombstones(), small_blocks(c));
+        assert_eq!(size, std::fs::metadata(&path).expect("stat").len());
+        sizes.push(size);
+        let t = open(&path, Some(Arc::new(BlockCache::new(1 << 20)))).expect("open");
+        assert_eq!(t.properties(), &props);
+        assert_eq!(scan_fwd(&t).expect("scan"), es);
+
+        let mut rev = Vec::new();
+        let mut it = t.iter();
+        it.seek_to_last().expect("seek_to_last");
+        while it.valid() {
+            rev.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().expect("prev");
+        }
+        rev.reverse();
+        assert_eq!(rev, es);
+
+        let mut sorted_ts = tombstones();
+        sorted_ts.sort();
+        assert_eq!(t.range_tombstones(), sorted_ts.as_slice());
+
+        let kinds = |k| {
+            es.iter()
+                .filter(|(key, _)| parse_internal_key(key).map(|p| p.kind) == Some(k))
+                .count() as u64
+        };
+        assert_eq!(props.entries, es.len() as u64);
+        assert_eq!(props.puts, kinds(ValueKind::Put));
+        assert_eq!(props.deletes, kinds(ValueKind::Delete));
+        assert_eq!(props.deferred_deletes, kinds(ValueKind::DeferredDelete));
+        assert_eq!(props.range_deletes, 3);
+        assert_eq!(props.smallest_user_key, b"a");
+        assert_eq!(props.largest_user_key, b"zz");
+        let seqs: Vec<SeqNo> = es
+            .iter()
+            .filter_map(|(k, _)| parse_internal_key(k).map(|p| p.seq))
+            .collect();
+        assert_eq!(props.min_seq, 1);
+        assert_eq!(props.max_seq, seqs.iter().copied().max().unwrap_or(0).max(5000));
+        assert_eq!(props.raw_key_bytes, es.iter().map(|e| e.0.len() as u64).sum::<u64>());
+        assert_eq!(props.raw_value_bytes, es.iter().map(|e| e.1.len() as u64).sum::<u64>());
+        assert_eq!(props.oldest_tombstone_time, Some(200));
+        assert_eq!(props.created_at, 42);
+        assert!(props.data_blocks > 10);
+        assert_eq!(t.fence_pointers().expect("fences").len() as u64, props.data_blocks);
+        assert!(props.filter_size > 0 && props.index_size > 0);
+
+        for i in (0..3000).step_by(7) {
+            let uk = uk_of(i);
+            for snap in [0, 1, 50, 400, 900, 1500, 2500, crate::key::MAX_SEQNO, u64::MAX] {
+                assert_eq!(t.get(&uk, snap).expect("get"), model_get(&es, &uk, snap), "{i} @{snap}");
+            }
+            assert!(t.may_contain(&uk));
+            let absent = format!("k{i:05}x").into_bytes();
+            assert_eq!(t.get(&absent, u64::MAX).expect("get"), None);
+        }
+    }
+    assert!(sizes[1] < sizes[0], "LZ4 should shrink compressible data: {sizes:?}");
+}
+
+#[test]
+fn get_skips_blocks_newer_than_the_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es: Entries = vec![
+        (internal_key(b"a", 5, ValueKind::Put), b"a5".to_vec()),
+        (internal_key(b"b", 300, ValueKind::Put), b"b300".to_vec()),
+        (internal_key(b"c", 250, ValueKind::Put), b"c250".to_vec()),
+        (internal_key(b"c", 20, ValueKind::Delete), Vec::new()),
+    ];
+    let opts = TableOptions {
+        block_size: 1,
+        bloom_fpr: 0.0,
+        ..TableOptions::default()
+    };
+    let (path, _, props) = write(dir.path(), 1, &es, &[], opts);
+    assert_eq!(props.data_blocks, 4);
+    assert_eq!(props.filter_size, 0);
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let t = open(&path, Some(Arc::clone(&cache))).expect("open");
+    assert!(t.filter().is_none());
+    // The block holding b@300 has min_seq 300 > 100: no read needed to answer None.
+    assert_eq!(t.get(b"b", 100).expect("get"), None);
+    assert_eq!(cache.misses(), 0);
+    assert_eq!(
+        t.get(b"c", 100).expect("get"),
+        Some((20, ValueKind::Delete, Vec::new()))
+    );
+    for uk in [&b"a"[..], b"b", b"c", b"d"] {
+        for snap in [0, 5, 19, 20, 100, 250, 299, 300, 1000] {
+            assert_eq!(t.get(uk, snap).expect("get"), model_get(&es, uk, snap));
+        }
+    }
+}
+
+#[test]
+fn builder_rejects_bad_keys_without_panicking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.sst");
+    let mut b = TableBuilder::new(
+        RealFs.create(&path).expect("create"),
+        path.clone(),
+        TableOptions::default(),
+    );
+    assert!(b.is_empty());
+    b.add(&internal_key(b"m", 5, ValueKind::Put), b"v").expect("first");
+    for bad in [
+        internal_key(b"m", 5, ValueKind::Put),
+        internal_key(b"a", 9, ValueKind::Put),
+        internal_key(b"m", 6, ValueKind::Put),
+        b"short".to_vec(),
+    ] {
+        assert!(matches!(b.add(&bad, b""), Err(Error::InvalidArgument(_))));
+    }
+    b.add(&internal_key(b"m", 5, ValueKind::Delete), b"")
+        .expect("lower kind, same seq sorts after");
+    assert_eq!(b.num_entries(), 2);
+    assert!(b.estimated_size() > 0);
+    let (_, props) = b.finish().expect("finish");
+    assert_eq!((props.entries, props.puts, props.deletes), (2, 1, 1));
+}
+
+#[test]
+fn empty_and_tombstone_only_tables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _, props) = write(dir.path(), 1, &vec![], &[], TableOptions::default());
+    assert!(props.is_empty());
+    assert_eq!(props.oldest_tombstone_time, None, "no tombstone, no time");
+    let t = open(&path, None).expect("open empty");
+    assert!(scan_fwd(&t).expect("scan").is_empty());
+    assert_eq!(t.get(b"a", 10).expect("get"), None);
+    let mut it = t.iter();
+    it.seek_for_prev(b"zzzzzzzzzz").expect("seek_for_prev");
+    assert!(!it.valid());
+
+    let ts = vec![RangeTombstone {
+        start: b"c".to_vec(),
+        end: b"f".to_vec(),
+        seq: 9,
+    }];
+    let (path, _, props) = write(dir.path(), 2, &vec![], &ts, TableOptions::default());
+    assert_eq!((props.min_seq, props.max_seq, props.range_deletes), (9, 9, 1));
+    assert_eq!(
+        (props.smallest_user_key.as_slice(), props.largest_user_key.as_slice()),
+        (&b"c"[..], &b"f"[..])
+    );
+    assert_eq!(props.oldest_tombstone_time, Some(200));
+    assert_eq!(open(&path, None).expect("open").range_tombstones(), ts.as_slice());
+}
+
+/// Opens and fully reads a table; the first error, if any.
+fn read_everything(path: &Path) -> crate::Result<()> {
+    let t = open(path, None)?;
+    scan_fwd(&t)?;
+    t.get(b"k00001", u64::MAX)?;
+    Ok(())
+}
+
+fn assert_corruption_naming(r: crate::Result<()>, path: &Path, what: &str) {
+    match r {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, path, "{what}"),
+        other => panic!("{what}: expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn flipped_bytes_in_every_region_are_corruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(500, 2);
+    let (path, size, _) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::Lz4));
+    let t = open(&path, None).expect("open");
+    let f = *t.footer();
+    let fences = t.fence_pointers().expect("fences");
+    drop(t);
+    let original = std::fs::read(&path).expect("read");
+    let mid = |h: format::BlockHandle| h.offset + h.size / 2;
+    let regions = [
+        ("first data block", mid(fences[0].value.handle)),
+        ("last data block", mid(fences[fences.len() - 1].value.handle)),
+        (
+            "data block trailer",
+            fences[3].value.handle.offset + fences[3].value.handle.size,
+        ),
+        ("index", mid(f.index)),
+        ("filter", mid(f.filter)),
+        ("properties", mid(f.properties)),
+        ("range-del", mid(f.range_del)),
+        ("footer", size - FOOTER_LEN as u64 / 2),
+        ("footer magic", size - 10),
+    ];
+    for (what, at) in regions {
+        let mut bytes = original.clone();
+        bytes[at as usize] ^= 0x41;
+        std::fs::write(&path, &bytes).expect("write");
+        assert_corruption_naming(read_everything(&path), &path, what);
+    }
+    for len in [0, 10, FOOTER_LEN as u64, size / 2, size - FOOTER_LEN as u64, size - 1] {
+        std::fs::write(&path, &original[..len as usize]).expect("truncate");
+        assert_corruption_naming(read_everything(&path), &path, &format!("truncated to {len}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn every_single_byte_flip_is_detected(at in any::<prop::sample::Index>(), x in 1u8..) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let es = model(60, 3);
+        let (path, _, _) = write(dir.path(), 1, &es, &tombstones(), TableOptions { block_size: 128, ..small_blocks(Compression::Lz4) });
+        let mut bytes = std::fs::read(&path).expect("read");
+        let i = at.index(bytes.len());
+        bytes[i] ^= x;
+        std::fs::write(&path, &bytes).expect("write");
+        let r = read_everything(&path);
+        prop_assert!(r.as_ref().is_err_and(Error::is_corruption), "flip at {} undetected: {:?}", i, r);
+    }
+
+    #[test]
+    fn seeks_and_steps_match_sorted_model(
+        n in 1usize..300,
+        seed: u64,
+        block_size in 64usize..2048,
+        restart_interval in 1usize..20,
+        ops in proptest::collection::vec((0usize..320, 0u64..2000, 0u8..4, any::<u8>()), 1..30),
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let es = model(n, seed);
+        let opts = TableOptions { block_size, restart_interval, ..TableOptions::default() };
+        let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
+        let t = open(&path, Some(Arc::new(BlockCache::new(64 << 10)))).expect("open");
+        let mut it = t.iter();
+        for (uk, snap, op, dirs) in ops {
+            let target = seek_key(format!("k{uk:05}").as_bytes(), snap);
+            // Model position: index of the entry the iterator should be on.
+            let mut pos: Option<usize> = match op {
+                0 => {
+                    it.seek_to_first().expect("seek_to_first");
+                    (!es.is_empty()).then_some(0)
+                }
+                1 => {
+                    it.seek(&target).expect("seek");
+                    es.iter().position(|e| compare_internal(&e.0, &target) != Ordering::Less)
+                }
+                2 => {
+                    it.seek_for_prev(&target).expect("seek_for_prev");
+                    es.iter().rposition(|e| compare_internal(&e.0, &target) != Ordering::Greater)
+                }
+                _ => {
+                    it.seek_to_last().expect("seek_to_last");
+                    es.len().checked_sub(1)
+                }
+            };
+            // Each bit of `dirs` is one step: 1 = next, 0 = prev.
+            for step in 0..6 {
+                prop_assert_eq!(it.valid(), pos.is_some());
+                if let Some(p) = pos {
+                    prop_assert_eq!((it.key(), it.value()), (es[p].0.as_slice(), es[p].1.as_slice()));
+                    if dirs >> step & 1 == 1 {
+                        it.next().expect("next");
+                        pos = Some(p + 1).filter(|&q| q < es.len());
+                    } else {
+                        it.prev().expect("prev");
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            prop_assert_eq!(it.valid(), pos.is_some());
+        }
+    }
+}
+
+#[test]
+fn dump_shows_layout_and_entries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(100, 4);
+    let (path, _, props) = write(dir.path(), 7, &es, &tombstones(), small_blocks(Compression::None));
+    let short = dump(&RealFs, &path, false).expect("dump");
+    for needle in [
+        "magic 0x5354524154415354",
+        "bloom:",
+        "range tombstones (3)",
+        "[\"k00010\", \"k00020\") @5000",
+        "\\x00\\xc3\\xbf",
+    ] {
+        assert!(short.contains(needle), "missing {needle:?} in\n{short}");
+    }
+    assert!(short.contains(&format!("data blocks ({})", props.data_blocks)));
+    assert!(!short.contains("entries:\n"));
+    let long = dump(&RealFs, &path, true).expect("dump entries");
+    assert_eq!(long.lines().count(), short.lines().count() + 1 + es.len());
+    assert!(dump(&RealFs, &dir.path().join("missing.sst"), false).is_err());
+}
+
+#[test]
+fn block_cache_serves_repeated_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(200, 5);
+    let (path, _, _) = write(dir.path(), 1, &es, &[], small_blocks(Compression::Lz4));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let t = open(&path, Some(Arc::clone(&cache))).expect("open");
+    scan_fwd(&t).expect("scan");
+    let (hits, misses) = (cache.hits(), cache.misses());
+    assert_eq!(misses, t.properties().data_blocks);
+    scan_fwd(&t).expect("scan again");
+    assert_eq!(cache.misses(), misses);
+    assert!(cache.hits() >= hits + t.properties().data_blocks);
+    assert_eq!(table_file_name(123), "000123.sst");
+    assert_eq!(table_file_name(12_345_678), "12345678.sst");
+}

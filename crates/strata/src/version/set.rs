@@ -1,0 +1,164 @@
+//! The version set: the current [`Version`], the manifest writer, and the counters the
+//! manifest persists (next file number, last durable seqno, oldest needed WAL).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::manifest::{ManifestWriter, read_current};
+use super::{FileContext, Version, VersionEdit};
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+
+/// Manifests are rewritten from a snapshot once they grow past this.
+const MANIFEST_ROLL_BYTES: u64 = 64 << 20;
+
+/// Owns the current version and the manifest. All changes go through
+/// [`VersionSet::log_and_apply`], which callers serialize with a mutex.
+pub struct VersionSet {
+    ctx: FileContext,
+    current: Arc<Version>,
+    manifest: Option<ManifestWriter>,
+    /// Next unused file number (SSTables, WALs and manifests share the sequence); shared
+    /// so that background jobs can take numbers without the version-set lock.
+    pub next_file_number: Arc<AtomicU64>,
+    /// Highest seqno known durable in SSTables or WAL.
+    pub last_seq: SeqNo,
+    /// Oldest WAL still needed.
+    pub log_number: u64,
+    /// Next unused keyspace id.
+    pub next_keyspace_id: u32,
+}
+
+impl VersionSet {
+    /// Recovers the version set from the manifest named by CURRENT, or returns `None`
+    /// when the directory has no CURRENT file.
+    pub(crate) fn recover(ctx: FileContext) -> Result<Option<VersionSet>> {
+        let Some((number, edits)) = read_current(ctx.fs.as_ref(), &ctx.dir)? else {
+            return Ok(None);
+        };
+        let mut vs = VersionSet {
+            ctx,
+            current: Arc::new(Version::default()),
+            manifest: None,
+            next_file_number: Arc::new(AtomicU64::new(number + 1)),
+            last_seq: 0,
+            log_number: 0,
+            next_keyspace_id: 0,
+        };
+        let manifest_path = vs.ctx.dir.join(format!("MANIFEST-{number:06}"));
+        for (i, e) in edits.iter().enumerate() {
+            let (v, removed) = vs
+                .current
+                .apply(e, &vs.ctx)
+                .map_err(|reason| Error::corruption(&manifest_path, i as u64, format!("edit {i} does not apply: {reason}")))?;
+            vs.current = Arc::new(v);
+            super::mark_obsolete(&removed);
+            vs.absorb_counters(e);
+        }
+        for f in vs.current.live_files() {
+            vs.next_file_number.fetch_max(f + 1, Ordering::SeqCst);
+        }
+        Ok(Some(vs))
+    }
+
+    /// A version set for a brand-new database (no manifest written yet).
+    pub(crate) fn new_empty(ctx: FileContext) -> VersionSet {
+        VersionSet {
+            ctx,
+            current: Arc::new(Version::default()),
+            manifest: None,
+            next_file_number: Arc::new(AtomicU64::new(1)),
+            last_seq: 0,
+            log_number: 0,
+            next_keyspace_id: 0,
+        }
+    }
+
+    fn absorb_counters(&mut self, e: &VersionEdit) {
+        if let Some(n) = e.next_file_number {
+            self.next_file_number.fetch_max(n, Ordering::SeqCst);
+        }
+        if let Some(s) = e.last_seq {
+            self.last_seq = self.last_seq.max(s);
+        }
+        if let Some(l) = e.log_number {
+            self.log_number = self.log_number.max(l);
+        }
+        if let Some(k) = e.next_keyspace_id {
+            self.next_keyspace_id = self.next_keyspace_id.max(k);
+        }
+        for (id, _) in &e.new_keyspaces {
+            self.next_keyspace_id = self.next_keyspace_id.max(id + 1);
+        }
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// Reserves a new file number.
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Starts a fresh manifest holding a snapshot of the current state.
+    pub(crate) fn write_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let mut snap = self.current.snapshot_edit();
+        self.fill_counters(&mut snap);
+        let old = self.manifest.as_ref().map(|m| m.number());
+        self.manifest = Some(ManifestWriter::create(self.ctx.fs.clone(), &self.ctx.dir, number, &snap)?);
+        if let Some(old) = old {
+            let _ = self.ctx.fs.remove(&self.ctx.dir.join(format!("MANIFEST-{old:06}")));
+        }
+        Ok(())
+    }
+
+    fn fill_counters(&self, e: &mut VersionEdit) {
+        e.next_file_number = Some(self.next_file_number.load(Ordering::SeqCst));
+        e.last_seq = Some(self.last_seq);
+        e.log_number = Some(self.log_number);
+        e.next_keyspace_id = Some(self.next_keyspace_id);
+    }
+
+    /// Makes `edit` durable in the manifest, then installs the version it produces.
+    /// On error nothing is installed.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        self.absorb_counters(&edit);
+        self.fill_counters(&mut edit);
+        let (next, removed) = self
+            .current
+            .apply(&edit, &self.ctx)
+            .map_err(|r| Error::InvalidArgument(format!("version edit does not apply: {r}")))?;
+        if self.manifest.as_ref().is_none_or(|m| m.size() > MANIFEST_ROLL_BYTES) {
+            // The snapshot must include this edit, so install first, then roll.
+            let prev = std::mem::replace(&mut self.current, Arc::new(next));
+            if let Err(e) = self.write_new_manifest() {
+                self.current = prev;
+                return Err(e);
+            }
+        } else {
+            let m = self.manifest.as_mut().ok_or(Error::Closed)?;
+            if let Err(e) = m.log(&edit) {
+                // The manifest may now end in a partial record: start a fresh one next time.
+                self.manifest = None;
+                return Err(e);
+            }
+            self.current = Arc::new(next);
+        }
+        super::mark_obsolete(&removed);
+        Ok(self.current.clone())
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.ctx.dir
+    }
+
+    /// The manifest's file number, if one is open.
+    pub fn manifest_number(&self) -> Option<u64> {
+        self.manifest.as_ref().map(|m| m.number())
+    }
+}

@@ -1,1 +1,0 @@
-//! The write-ahead log (written by a helper).

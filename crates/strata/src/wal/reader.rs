@@ -1,0 +1,228 @@
+//! Streams framed records back from a log file.
+//!
+//! The reader uses positional reads in chunks (1 MiB by default), holding at most one
+//! chunk plus the record being decoded in memory. It never reads past the size the file
+//! had when it was opened.
+//!
+//! Classification of a record that is not valid, at offset `o` (file size `S`):
+//! - fewer than [`HEADER_LEN`](super::HEADER_LEN) bytes left, or a payload that ends past
+//!   `S`: **torn tail** at `o` (a crash cut the last append short);
+//! - a length over [`MAX_PAYLOAD_LEN`]: **corruption** at `o` (the writer never writes
+//!   such a header, so no crash can leave one behind);
+//! - a checksum mismatch where every byte from the record's end to `S` is zero (in
+//!   particular, the record ends exactly at `S`): **torn tail** at `o`. The zeros are
+//!   preallocated or never-written space; zero-filled space alone (a zero header fails
+//!   its checksum) is thus a torn tail too;
+//! - a checksum mismatch followed by any non-zero byte: **corruption** at `o`.
+//!
+//! A consequence of the last-record rule: a bit flip inside the final record cannot be
+//! told apart from a torn write, so that record is dropped as torn rather than reported.
+//! Likewise a flipped length field that makes a middle record claim to run past the end
+//! of the file reads as a torn tail; the length limit catches most such flips.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, RandomAccessFile};
+
+use super::record::{HEADER_LEN, MAX_PAYLOAD_LEN, decode_header, record_crc};
+
+const DEFAULT_CHUNK: usize = 1 << 20;
+
+/// Reads the records of a WAL or manifest file in order.
+pub struct Reader {
+    file: Arc<dyn RandomAccessFile>,
+    size: u64,
+    /// Bytes of the file starting at `buf_start`.
+    buf: Vec<u8>,
+    buf_start: u64,
+    /// Offset of the next record (end of the last good one).
+    pos: u64,
+    chunk: usize,
+    torn_tail_at: Option<u64>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("path", &self.file.path())
+            .field("size", &self.size)
+            .field("pos", &self.pos)
+            .field("torn_tail_at", &self.torn_tail_at)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// Reads records from `file`, starting at offset 0.
+    pub fn new(file: Arc<dyn RandomAccessFile>) -> Self {
+        Self::with_chunk_size(file, DEFAULT_CHUNK)
+    }
+
+    /// Opens `path` on `fs` and reads its records.
+    pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        Ok(Self::new(fs.open(path)?))
+    }
+
+    fn with_chunk_size(file: Arc<dyn RandomAccessFile>, chunk: usize) -> Self {
+        Reader {
+            size: file.size(),
+            file,
+            buf: Vec::new(),
+            buf_start: 0,
+            pos: 0,
+            chunk: chunk.max(HEADER_LEN),
+            torn_tail_at: None,
+            done: false,
+        }
+    }
+
+    /// The next record as `(offset, payload)`, or `None` at the end of the log (clean or
+    /// torn; see [`torn_tail_at`](Self::torn_tail_at)).
+    ///
+    /// After an error or the end, every further call returns `Ok(None)`.
+    pub fn next_record(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.read_one();
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r
+    }
+
+    /// Offset of the torn record that ended the log, if the end was not clean.
+    ///
+    /// Meaningful once [`next_record`](Self::next_record) returned `Ok(None)`. Bytes from
+    /// here on are garbage: do not append to this file, start a new one.
+    pub fn torn_tail_at(&self) -> Option<u64> {
+        self.torn_tail_at
+    }
+
+    /// Offset just past the last record returned.
+    pub fn valid_len(&self) -> u64 {
+        self.pos
+    }
+
+    /// The file being read.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    fn read_one(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
+        let off = self.pos;
+        if off >= self.size {
+            return Ok(None);
+        }
+        if !self.ensure(HEADER_LEN)? {
+            return self.torn(off);
+        }
+        let start = self.buf_index(off);
+        let Some(h) = decode_header(&self.buf[start..start + HEADER_LEN]) else {
+            return self.torn(off);
+        };
+        let len = h.len as usize;
+        if len > MAX_PAYLOAD_LEN {
+            return Err(Error::corruption(
+                self.file.path(),
+                off,
+                format!("record length {len} exceeds the limit of {MAX_PAYLOAD_LEN} bytes"),
+            ));
+        }
+        let total = HEADER_LEN + len;
+        if !self.ensure(total)? {
+            return self.torn(off);
+        }
+        let start = self.buf_index(off);
+        let rec = &self.buf[start..start + total];
+        let (len_bytes, rest) = rec.split_at(4);
+        let payload = &rest[4..];
+        if record_crc(len_bytes, payload) != h.crc {
+            let end = off + total as u64;
+            if self.rest_is_zero(end)? {
+                return self.torn(off);
+            }
+            return Err(Error::corruption(
+                self.file.path(),
+                off,
+                format!(
+                    "checksum mismatch in record of {len} bytes, followed by {} more bytes",
+                    self.size - end
+                ),
+            ));
+        }
+        let payload = payload.to_vec();
+        self.pos = off + total as u64;
+        Ok(Some((off, payload)))
+    }
+
+    fn torn(&mut self, off: u64) -> Result<Option<(u64, Vec<u8>)>> {
+        self.torn_tail_at = Some(off);
+        Ok(None)
+    }
+
+    /// Index into `buf` of file offset `off` (which `ensure` made resident).
+    fn buf_index(&self, off: u64) -> usize {
+        (off - self.buf_start) as usize
+    }
+
+    /// Makes bytes `[pos, pos + n)` resident; `false` if the file ends before them.
+    fn ensure(&mut self, n: usize) -> Result<bool> {
+        let want_end = self.pos.saturating_add(n as u64);
+        if want_end > self.size {
+            return Ok(false);
+        }
+        if want_end <= self.buf_start + self.buf.len() as u64 {
+            return Ok(true);
+        }
+        // Drop what was consumed so memory stays bounded by one chunk plus one record.
+        let consumed = self.buf_index(self.pos).min(self.buf.len());
+        self.buf.drain(..consumed);
+        self.buf_start = self.pos;
+        if self.buf.capacity() > 4 * self.chunk && self.buf.len() < self.chunk {
+            self.buf.shrink_to(self.chunk);
+        }
+        let buf_end = self.buf_start + self.buf.len() as u64;
+        let need = (want_end - buf_end) as usize;
+        let len = need.max(self.chunk).min((self.size - buf_end) as usize);
+        let data = self.file.read_at(buf_end, len)?;
+        self.buf.extend_from_slice(&data);
+        Ok(true)
+    }
+
+    /// True if every byte in `[from, size)` is zero.
+    fn rest_is_zero(&self, from: u64) -> Result<bool> {
+        let mut at = from;
+        while at < self.size {
+            let len = ((self.size - at) as usize).min(self.chunk);
+            if self.file.read_at(at, len)?.iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            at += len as u64;
+        }
+        Ok(true)
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<(u64, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
+
+#[cfg(test)]
+impl Reader {
+    pub(super) fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+#[cfg(test)]
+pub(super) fn reader_with_chunk(file: Arc<dyn RandomAccessFile>, chunk: usize) -> Reader {
+    Reader::with_chunk_size(file, chunk)
+}
