@@ -108,7 +108,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Compact { keyspace: name } => {
             let db = open(db_dir, false)?;
             match name {
-                Some(name) => keyspace(&db, &name)?.compact_range::<_, [u8]>(..)?,
+                Some(name) => keyspace(&db, &name)?.compact_range(..)?,
                 None => db.compact_range()?,
             }
             db.close()?;
@@ -195,22 +195,33 @@ fn scan(db_dir: Option<&Path>, enc: Encoding, args: ScanArgs, out: &mut impl Wri
         let lo = from.map_or(Bound::Unbounded, Bound::Included);
         let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
         let scan = ks.scan((lo, hi))?;
-        let entries: Box<dyn Iterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>> = if args.reverse {
-            Box::new(scan.rev())
+        let limit = args.limit.unwrap_or(usize::MAX);
+        if args.reverse {
+            print_entries(scan.rev().take(limit), enc, args.keys_only, out)?;
         } else {
-            Box::new(scan)
-        };
-        for entry in entries.take(args.limit.unwrap_or(usize::MAX)) {
-            let (k, v) = entry?;
-            if args.keys_only {
-                writeln!(out, "{}", enc.encode(&k))?;
-            } else {
-                writeln!(out, "{}\t{}", enc.encode(&k), enc.encode(&v))?;
-            }
+            print_entries(scan.take(limit), enc, args.keys_only, out)?;
         }
     }
     drop(ks);
     db.close()?;
+    Ok(())
+}
+
+/// Prints `key<TAB>value` (or just `key`) lines.
+fn print_entries(
+    entries: impl Iterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>,
+    enc: Encoding,
+    keys_only: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    for entry in entries {
+        let (k, v) = entry?;
+        if keys_only {
+            writeln!(out, "{}", enc.encode(&k))?;
+        } else {
+            writeln!(out, "{}\t{}", enc.encode(&k), enc.encode(&v))?;
+        }
+    }
     Ok(())
 }
 

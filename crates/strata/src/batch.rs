@@ -2,6 +2,9 @@
 //!
 //! The encoded form is what the WAL stores: `[seq u64 LE][count u32 LE]` followed by
 //! `count` operations, each `tag u8, keyspace varint, key bytes, value-or-end bytes`.
+//! Operations normally take consecutive seqnos; an operation whose tag has the high bit
+//! ([`SHARES_SEQ`]) set takes the seqno of the one before it, so that one table row
+//! version is written to its primary and secondary keyspaces under a single seqno.
 
 use crate::codec::{Decoder, put_bytes, put_u32, put_u64, put_varint};
 use crate::error::{Error, Result};
@@ -12,6 +15,8 @@ const TAG_DELETE: u8 = 0;
 const TAG_PUT: u8 = 1;
 const TAG_DEFERRED_DELETE: u8 = 2;
 const TAG_RANGE_DELETE: u8 = 3;
+/// Tag bit: this operation shares the previous operation's seqno.
+pub const SHARES_SEQ: u8 = 0x80;
 
 /// One decoded operation of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +57,18 @@ pub enum BatchOp<'a> {
     },
 }
 
+impl BatchOp<'_> {
+    /// The keyspace the operation writes to.
+    pub fn keyspace(&self) -> u32 {
+        match *self {
+            BatchOp::Put { keyspace, .. }
+            | BatchOp::Delete { keyspace, .. }
+            | BatchOp::DeferredDelete { keyspace, .. }
+            | BatchOp::DeleteRange { keyspace, .. } => keyspace,
+        }
+    }
+}
+
 /// An atomic group of writes.
 ///
 /// ```
@@ -68,6 +85,8 @@ pub enum BatchOp<'a> {
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    seqs: u32,
+    share_next: bool,
     error: Option<String>,
 }
 
@@ -99,6 +118,26 @@ impl WriteBatch {
         self.count == 0
     }
 
+    /// Number of seqnos the batch consumes (operations not sharing a seqno).
+    pub fn seq_count(&self) -> u64 {
+        u64::from(self.seqs)
+    }
+
+    /// The next operation added takes the seqno of the previous one (no effect on an
+    /// empty batch). Used to write one row version to several keyspaces.
+    pub fn share_seq(&mut self) {
+        self.share_next = self.count > 0;
+    }
+
+    fn tag(&mut self, tag: u8) {
+        if std::mem::take(&mut self.share_next) {
+            self.rep.push(tag | SHARES_SEQ);
+        } else {
+            self.rep.push(tag);
+            self.seqs += 1;
+        }
+    }
+
     /// Encoded size in bytes.
     pub fn size_bytes(&self) -> usize {
         self.rep.len()
@@ -108,6 +147,8 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.count = 0;
+        self.seqs = 0;
+        self.share_next = false;
         self.error = None;
     }
 
@@ -121,20 +162,18 @@ impl WriteBatch {
     pub fn put(&mut self, ks: &impl KeyspaceId, key: &[u8], value: &[u8]) {
         self.check("key", key.len(), MAX_KEY_SIZE);
         self.check("value", value.len(), MAX_VALUE_SIZE);
-        self.rep.push(TAG_PUT);
+        self.tag(TAG_PUT);
         put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
         put_bytes(&mut self.rep, key);
         put_bytes(&mut self.rep, value);
-        self.count += 1;
     }
 
     /// Deletes `key` in keyspace `ks`.
     pub fn delete(&mut self, ks: &impl KeyspaceId, key: &[u8]) {
         self.check("key", key.len(), MAX_KEY_SIZE);
-        self.rep.push(TAG_DELETE);
+        self.tag(TAG_DELETE);
         put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
         put_bytes(&mut self.rep, key);
-        self.count += 1;
     }
 
     /// Deletes every key in `[start, end)` of keyspace `ks`. An empty range is an error
@@ -145,28 +184,32 @@ impl WriteBatch {
         if start >= end && self.error.is_none() {
             self.error = Some("delete_range needs start < end (the range is empty)".into());
         }
-        self.rep.push(TAG_RANGE_DELETE);
+        self.tag(TAG_RANGE_DELETE);
         put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
         put_bytes(&mut self.rep, start);
         put_bytes(&mut self.rep, end);
-        self.count += 1;
     }
 
     /// Removes exactly the version of `key` written at `seq` (used by the table layer's
     /// deferred index maintenance).
     pub fn deferred_delete(&mut self, ks: &impl KeyspaceId, key: &[u8], seq: SeqNo) {
         self.check("key", key.len(), MAX_KEY_SIZE);
-        self.rep.push(TAG_DEFERRED_DELETE);
+        self.tag(TAG_DEFERRED_DELETE);
         put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
         put_bytes(&mut self.rep, key);
         put_varint(&mut self.rep, seq);
-        self.count += 1;
     }
 
     /// Appends every operation of `other`.
     pub fn append(&mut self, other: &WriteBatch) {
+        if self.count == 0 && other.count > 0 && other.rep.first().is_some_and(|t| t & SHARES_SEQ != 0) {
+            // Cannot happen through the public API: a batch never starts sharing.
+            self.error.get_or_insert_with(|| "appended batch starts with a shared seqno".into());
+        }
         self.rep.extend_from_slice(&other.rep);
         self.count += other.count;
+        self.seqs += other.seqs;
+        self.share_next = false;
         if self.error.is_none() {
             self.error.clone_from(&other.error);
         }
@@ -187,10 +230,17 @@ impl WriteBatch {
     }
 
     /// Decoded operations, in order.
-    pub fn ops(&self) -> BatchIter<'_> {
+    pub fn ops(&self) -> impl Iterator<Item = std::result::Result<BatchOp<'_>, String>> {
+        self.ops_with_seq(1).map(|r| r.map(|(_, op)| op))
+    }
+
+    /// Decoded operations with the seqno each gets when the batch starts at `base`.
+    pub fn ops_with_seq(&self, base: SeqNo) -> BatchIter<'_> {
         BatchIter {
             d: Decoder::new(&self.rep),
             left: self.count,
+            next_seq: base,
+            first: true,
         }
     }
 
@@ -208,20 +258,24 @@ impl WriteBatch {
         let seq = d.u64().map_err(|e| e.reason.to_string())?;
         let count = d.u32().map_err(|e| e.reason.to_string())?;
         let rep = payload[d.position()..].to_vec();
-        let batch = WriteBatch {
+        let mut batch = WriteBatch {
             rep,
             count,
+            seqs: 0,
+            share_next: false,
             error: None,
         };
         // Validate the whole body now so replay never meets a half-decodable batch.
         let mut n = 0u32;
-        for op in batch.ops() {
-            op?;
+        let mut last = 0;
+        for op in batch.ops_with_seq(1) {
+            last = op?.0;
             n += 1;
         }
         if n != count {
             return Err(format!("batch says {count} ops but holds {n}"));
         }
+        batch.seqs = last as u32;
         Ok((seq, batch))
     }
 }
@@ -230,10 +284,12 @@ impl WriteBatch {
 pub struct BatchIter<'a> {
     d: Decoder<'a>,
     left: u32,
+    next_seq: SeqNo,
+    first: bool,
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = std::result::Result<BatchOp<'a>, String>;
+    type Item = std::result::Result<(SeqNo, BatchOp<'a>), String>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
@@ -245,7 +301,19 @@ impl<'a> Iterator for BatchIter<'a> {
         }
         self.left -= 1;
         let r = (|| {
-            let tag = self.d.u8()?;
+            let raw = self.d.u8()?;
+            let shares = raw & SHARES_SEQ != 0;
+            if shares && self.first {
+                return Err(crate::codec::DecodeError {
+                    offset: self.d.position(),
+                    reason: "first batch operation cannot share a seqno",
+                });
+            }
+            if !shares && !self.first {
+                self.next_seq += 1;
+            }
+            self.first = false;
+            let tag = raw & !SHARES_SEQ;
             let keyspace = u32::try_from(self.d.varint()?).map_err(|_| crate::codec::DecodeError {
                 offset: self.d.position(),
                 reason: "keyspace id out of range",
@@ -277,7 +345,7 @@ impl<'a> Iterator for BatchIter<'a> {
             })
         })();
         match r {
-            Ok(op) => Some(Ok(op)),
+            Ok(op) => Some(Ok((self.next_seq, op))),
             Err(e) => {
                 self.left = 0;
                 self.d = Decoder::new(&[]);
@@ -306,6 +374,23 @@ mod tests {
         assert_eq!(ops.len(), 4);
         assert_eq!(ops[3], BatchOp::DeferredDelete { keyspace: 4, key: b"s", seq: 77 });
         assert!(WriteBatch::decode_record(&rec[..rec.len() - 1]).is_err());
+        assert_eq!(back.seq_count(), 4);
+    }
+
+    #[test]
+    fn shared_seqnos() {
+        let mut b = WriteBatch::new();
+        b.put(&1u32, b"pk", b"row");
+        b.share_seq();
+        b.put(&2u32, b"sk", b"");
+        b.delete(&1u32, b"other");
+        assert_eq!(b.seq_count(), 2);
+        let seqs: Vec<SeqNo> = b.ops_with_seq(10).map(|r| r.expect("op").0).collect();
+        assert_eq!(seqs, vec![10, 10, 11]);
+        let mut rec = Vec::new();
+        b.encode_record(10, &mut rec);
+        let (_, back) = WriteBatch::decode_record(&rec).expect("decodes");
+        assert_eq!(back.seq_count(), 2);
     }
 
     #[test]

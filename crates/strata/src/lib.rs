@@ -37,6 +37,7 @@ pub mod memtable;
 pub mod options;
 pub mod range_tombstone;
 pub mod sstable;
+pub mod table;
 pub mod version;
 pub mod wal;
 

@@ -112,6 +112,9 @@ pub struct Options {
     pub max_open_files: usize,
     /// Background flush/compaction threads.
     pub background_threads: usize,
+    /// Memory for sorting deferred deletes in one flush or compaction before spilling
+    /// sorted runs to temporary files.
+    pub deferred_sort_memory: usize,
     /// File system (tests substitute a faulty one).
     pub fs: Arc<dyn FileSystem>,
     /// Clock (tests substitute a manual one).
@@ -138,6 +141,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             max_open_files: 1000,
             background_threads: 2,
+            deferred_sort_memory: 64 << 20,
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),
         }

@@ -2,11 +2,14 @@
 //! ([`rules`]), running a merge ([`job`]) and writing its output ([`output`]).
 //! Flushes reuse the rules and the output writer.
 
+pub mod deferred;
 pub mod job;
 pub mod output;
 pub mod picker;
 pub mod rules;
+pub mod sorter;
 
+pub use deferred::{DeferredDeleteCollector, DeferredRegistry, SecondaryKeys};
 pub use job::{DropSink, JobResult, NoSink, run_compaction};
 pub use output::{JobContext, OutputWriter};
 pub use picker::{CompactionPicker, CompactionTask};

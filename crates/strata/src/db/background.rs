@@ -5,6 +5,7 @@
 //! urgent compaction whose files are not already taken. A failure puts the database in
 //! a failed state: writes are refused until it is reopened, reads go on.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use std::time::Duration;
@@ -12,46 +13,122 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::DbInner;
 use crate::compaction::picker::manual_task;
-use crate::compaction::{CompactionTask, DropRules, JobContext, NoSink, OutputWriter, run_compaction, Decision};
+use crate::compaction::sorter::SortedStream;
+use crate::compaction::{
+    CompactionTask, Decision, DeferredDeleteCollector, DeferredRegistry, DropRules, DropSink, JobContext, NoSink, OutputWriter,
+    run_compaction,
+};
+use crate::iter::merge::MergingIter;
+use crate::iter::{Direction, InternalIterator};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, parse_internal_key};
 use crate::memtable::MemTable;
 use crate::version::{Version, VersionEdit};
 
+/// What a flush produced.
+pub(crate) struct FlushResult {
+    pub edit: VersionEdit,
+    pub bytes: u64,
+    /// Deferred deletes emitted, per secondary keyspace.
+    pub deferred: BTreeMap<u32, u64>,
+}
+
 /// Writes `mem` as one level-0 run (`run` id) per keyspace present in `version`.
+///
+/// Primary keyspaces of deferred tables go first: the row versions they drop become
+/// deferred deletes, which are merged into the same flush of the secondary keyspaces
+/// (where they annihilate puts that died in this very memtable).
 pub(crate) fn flush_memtable(
     ctx: &JobContext,
-    mem: &MemTable,
+    mem: &Arc<MemTable>,
     version: &Version,
     snapshots: &[SeqNo],
     run: u64,
-) -> Result<(VersionEdit, u64)> {
-    let mut edit = VersionEdit::default();
-    let mut bytes = 0;
-    for ks in mem.keyspaces() {
-        if version.keyspace(ks).is_none() {
-            continue; // dropped since the write
-        }
-        let rts = mem.range_tombstones(ks);
-        let mut rules = DropRules::new(snapshots.to_vec(), false, false, rts);
-        let mut out = OutputWriter::new(ctx.clone(), ks, 0, run, rules.surviving_range_dels());
-        if mem.tombstones() > 0 {
-            out.note_tombstone_time(mem.created_at());
-        }
-        mem.for_each(ks, |ikey, value| {
-            let p = parse_internal_key(ikey)
-                .ok_or_else(|| Error::InvalidArgument("memtable holds an undecodable key".into()))?;
-            if rules.decide(&p) == Decision::Keep {
-                out.add(ikey, value)?;
+    registry: &DeferredRegistry,
+    sort_memory: usize,
+) -> Result<FlushResult> {
+    let mut result = FlushResult {
+        edit: VersionEdit::default(),
+        bytes: 0,
+        deferred: BTreeMap::new(),
+    };
+    let mut order = mem.keyspaces();
+    order.retain(|k| version.keyspace(*k).is_some());
+    order.sort_by_key(|k| !registry.primaries.contains_key(k));
+    let mut pending: BTreeMap<u32, Vec<SortedStream>> = BTreeMap::new();
+    let mut rest = Vec::new();
+    for ks in order {
+        let Some(indexer) = registry.primaries.get(&ks) else {
+            rest.push(ks);
+            continue;
+        };
+        let mut sink = DeferredDeleteCollector::new(indexer.clone(), ctx.clone(), sort_memory);
+        flush_keyspace(ctx, mem, ks, snapshots, run, false, &mut sink, Vec::new(), &mut result)?;
+        for (sec, (n, stream)) in sink.finish()? {
+            if version.keyspace(sec).is_some() {
+                pending.entry(sec).or_default().push(stream);
+                *result.deferred.entry(sec).or_default() += n;
             }
-            Ok(())
-        })?;
-        let (files, written) = out.finish()?;
-        bytes += written;
-        edit.new_files.extend(files);
+        }
     }
-    edit.last_seq = Some(mem.max_seq());
-    Ok((edit, bytes))
+    for ks in pending.keys() {
+        if !rest.contains(ks) {
+            rest.push(*ks);
+        }
+    }
+    for ks in rest {
+        let extra = pending.remove(&ks).unwrap_or_default();
+        let keep = registry.secondaries.contains(&ks);
+        flush_keyspace(ctx, mem, ks, snapshots, run, keep, &mut NoSink, extra, &mut result)?;
+    }
+    result.edit.last_seq = Some(mem.max_seq());
+    Ok(result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn flush_keyspace(
+    ctx: &JobContext,
+    mem: &Arc<MemTable>,
+    ks: u32,
+    snapshots: &[SeqNo],
+    run: u64,
+    keep_shadowed_tombstones: bool,
+    sink: &mut dyn DropSink,
+    extra: Vec<SortedStream>,
+    result: &mut FlushResult,
+) -> Result<()> {
+    let rts = mem.range_tombstones(ks);
+    let mut rules = DropRules::new(snapshots.to_vec(), false, keep_shadowed_tombstones, rts);
+    let mut out = OutputWriter::new(ctx.clone(), ks, 0, run, rules.surviving_range_dels());
+    if mem.tombstones() > 0 || !extra.is_empty() {
+        out.note_tombstone_time(mem.created_at());
+    }
+    let mut emit = |ikey: &[u8], value: &[u8], out: &mut OutputWriter| -> Result<()> {
+        let p = parse_internal_key(ikey).ok_or_else(|| Error::InvalidArgument("memtable holds an undecodable key".into()))?;
+        match rules.decide(&p) {
+            Decision::Keep => out.add(ikey, value),
+            Decision::DropPut => sink.dropped_put(p.user_key, p.seq, value),
+            Decision::DropTombstone => Ok(()),
+        }
+    };
+    if extra.is_empty() {
+        mem.for_each(ks, |ikey, value| emit(ikey, value, &mut out))?;
+    } else {
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(mem.iter(ks))];
+        for s in extra {
+            children.push(Box::new(s.into_iter()));
+        }
+        let mut merge = MergingIter::new(children, Direction::Forward);
+        merge.seek_to_start()?;
+        while merge.valid() {
+            emit(merge.key(), merge.value(), &mut out)?;
+            merge.advance()?;
+        }
+    }
+    let (files, written) = out.finish()?;
+    result.bytes += written;
+    result.edit.new_files.extend(files);
+    Ok(())
 }
 
 pub(crate) fn worker(inner: &Arc<DbInner>) {
@@ -115,15 +192,13 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     };
     let run = inner.versions.lock().new_file_number();
     let snapshots = inner.snapshot_list();
-    let (mut edit, bytes) = flush_memtable(&inner.job_ctx, &mem, &sv.version, &snapshots, run)?;
-    edit.log_number = Some(next_wal);
-    {
-        let mut vs = inner.versions.lock();
-        let v = vs.log_and_apply(edit)?;
-        inner.install_version(v, Some(&mem));
-    }
+    let registry = inner.registry();
+    let mut res = flush_memtable(&inner.job_ctx, &mem, &sv.version, &snapshots, run, &registry, inner.opts.deferred_sort_memory)?;
+    res.edit.log_number = Some(next_wal);
+    inner.install_edit(res.edit, Some(&mem))?;
+    inner.count_deferred(&res.deferred);
     Counters::add(&inner.counters.flushes, 1);
-    Counters::add(&inner.counters.flush_bytes, bytes);
+    Counters::add(&inner.counters.flush_bytes, res.bytes);
     // Logs older than the oldest needed one hold only flushed data.
     let fs = &inner.opts.fs;
     if let Ok(names) = fs.list(&inner.dir) {
@@ -138,29 +213,42 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     Ok(())
 }
 
-/// Runs a picked task and installs its result.
+/// Runs a picked task and installs its result (with the deferred deletes it emitted).
 fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let output_run = match task.output_run {
         Some(r) => r,
         None => inner.versions.lock().new_file_number(),
     };
     let snapshots = inner.snapshot_list();
-    let result = run_compaction(&inner.job_ctx, task, output_run, snapshots, false, &mut NoSink)?;
-    let created: Vec<u64> = if task.trivial_move {
-        Vec::new()
-    } else {
-        result.edit.new_files.iter().map(|f| f.meta.number).collect()
-    };
-    let installed = {
-        let mut vs = inner.versions.lock();
-        vs.log_and_apply(result.edit).map(|v| inner.install_version(v, None))
-    };
-    if let Err(e) = installed {
-        for n in created {
-            let _ = inner.opts.fs.remove(&inner.dir.join(crate::sstable::table_file_name(n)));
+    let registry = inner.registry();
+    let keep = registry.secondaries.contains(&task.keyspace);
+    let (mut result, deferred) = match registry.primaries.get(&task.keyspace) {
+        Some(indexer) if !task.trivial_move => {
+            let mut sink = DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory);
+            let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut sink)?;
+            let mut counts = BTreeMap::new();
+            for (sec, (n, stream)) in sink.finish()? {
+                // A run of its own, newer than every run holding the puts it names.
+                let run = inner.versions.lock().new_file_number();
+                let mut out = OutputWriter::new(inner.job_ctx.clone(), sec, 0, run, Vec::new());
+                out.note_tombstone_time(inner.opts.clock.now_micros());
+                let mut stream = stream;
+                while let Some((k, v)) = stream.next_entry()? {
+                    out.add(&k, &v)?;
+                }
+                let (files, written) = out.finish()?;
+                result.bytes_written += written;
+                result.edit.new_files.extend(files);
+                counts.insert(sec, n);
+            }
+            (result, counts)
         }
-        return Err(e);
-    }
+        _ => (run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut NoSink)?, BTreeMap::new()),
+    };
+    // On failure the outputs stay: a failed manifest append may still have reached
+    // the disk, and unreferenced files are swept at the next open.
+    inner.install_edit(std::mem::take(&mut result.edit), None)?;
+    inner.count_deferred(&deferred);
     Counters::add(&inner.counters.compactions, 1);
     if task.trivial_move {
         Counters::add(&inner.counters.trivial_moves, 1);

@@ -28,7 +28,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
-use crate::compaction::{CompactionPicker, JobContext};
+use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
@@ -85,6 +85,10 @@ pub(crate) struct DbInner {
     pub picker: Mutex<CompactionPicker>,
     pub counters: stats::Counters,
     pub job_ctx: JobContext,
+    /// Which keyspaces take part in deferred index maintenance (from the catalog).
+    pub registry: RwLock<Arc<DeferredRegistry>>,
+    /// Deferred deletes emitted per secondary keyspace since open.
+    pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
     pub closed: AtomicBool,
     pub _lock: std::fs::File,
 }
@@ -323,6 +327,48 @@ impl DbInner {
             imm,
             version,
         });
+    }
+
+    /// Makes `edit` durable and installs it. New files of keyspaces dropped meanwhile
+    /// (deferred deletes of a concurrently dropped index) are left out and deleted.
+    pub fn install_edit(&self, mut edit: crate::version::VersionEdit, flushed: Option<&Arc<MemTable>>) -> Result<()> {
+        let mut vs = self.versions.lock();
+        let cur = vs.current();
+        let (keep, gone): (Vec<_>, Vec<_>) = edit
+            .new_files
+            .into_iter()
+            .partition(|f| cur.keyspace(f.keyspace).is_some() || edit.new_keyspaces.iter().any(|k| k.0 == f.keyspace));
+        edit.new_files = keep;
+        let v = vs.log_and_apply(edit)?;
+        self.install_version(v, flushed);
+        drop(vs);
+        for f in gone {
+            let _ = self.opts.fs.remove(&self.dir.join(crate::sstable::table_file_name(f.meta.number)));
+        }
+        Ok(())
+    }
+
+    /// The current deferred-maintenance registry.
+    pub fn registry(&self) -> Arc<DeferredRegistry> {
+        self.registry.read().clone()
+    }
+
+    /// Rebuilds the registry from the catalog of the current version.
+    pub fn refresh_registry(&self) -> Result<()> {
+        let v = self.current().version.clone();
+        let r = crate::table::catalog::deferred_registry(&v)?;
+        *self.registry.write() = Arc::new(r);
+        Ok(())
+    }
+
+    pub fn count_deferred(&self, counts: &BTreeMap<u32, u64>) {
+        if counts.is_empty() {
+            return;
+        }
+        let mut m = self.deferred_emitted.lock();
+        for (k, n) in counts {
+            *m.entry(*k).or_default() += n;
+        }
     }
 
     pub fn keyspace_id(&self, name: &str) -> Result<u32> {

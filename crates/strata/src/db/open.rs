@@ -12,7 +12,7 @@ use super::background::flush_memtable;
 use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
-use crate::compaction::{CompactionPicker, JobContext};
+use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
@@ -110,7 +110,8 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
     };
 
     sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
-    let last_seq = replay_wal(&mut vs, &job_ctx, &opts, &dir)?;
+    let registry = Arc::new(crate::table::catalog::deferred_registry(&vs.current())?);
+    let last_seq = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry)?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
     let wal_number = vs.new_file_number();
@@ -162,6 +163,8 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
         picker: Mutex::new(CompactionPicker::default()),
         counters: Default::default(),
         job_ctx,
+        registry: RwLock::new(registry),
+        deferred_emitted: Mutex::new(BTreeMap::new()),
         closed: AtomicBool::new(false),
         _lock: lock,
         opts,
@@ -185,7 +188,7 @@ fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Pat
 }
 
 /// Replays WAL files not yet flushed into level-0 runs; returns the last seqno seen.
-fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir: &Path) -> Result<u64> {
+fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir: &Path, registry: &DeferredRegistry) -> Result<u64> {
     let fs = opts.fs.clone();
     let mut logs: Vec<u64> = fs
         .list(dir)?
@@ -196,70 +199,69 @@ fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir:
     logs.sort_unstable();
     let flushed_seq = vs.last_seq;
     let mut last_seq = flushed_seq;
-    let mut mem = MemTable::new(0, opts.clock.now_micros());
-    'logs: for number in logs {
+    let mut mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
+    let newest = logs.last().copied();
+    for number in logs {
         let path = dir.join(wal::log_file_name(number));
         let mut reader = wal::Reader::open(fs.as_ref(), &path)?;
         while let Some((offset, payload)) = reader.next_record()? {
             let (base, batch) = WriteBatch::decode_record(&payload)
                 .map_err(|reason| Error::corruption(&path, offset, format!("bad batch in WAL record: {reason}")))?;
-            let end = base + batch.len().saturating_sub(1) as u64;
+            let end = base + batch.seq_count().saturating_sub(1);
             if end <= flushed_seq {
                 continue; // already in SSTables
             }
             let version = vs.current();
-            let mut seq = base;
-            for op in batch.ops().flatten() {
-                // Operations on keyspaces dropped since are skipped; seqnos stay aligned.
-                apply_known(&mem, &version, op, seq);
-                seq += 1;
+            for (seq, op) in batch.ops_with_seq(base).flatten() {
+                // Operations on keyspaces dropped since are skipped.
+                let ks = op.keyspace();
+                if version.keyspace(ks).is_some() {
+                    super::write::apply_op(&mem, op, seq);
+                }
             }
             mem.note_seq(end);
             last_seq = last_seq.max(end);
-            maybe_flush(vs, ctx, &mut mem, opts)?;
+            maybe_flush(vs, ctx, &mut mem, opts, registry)?;
         }
-        if reader.torn_tail_at().is_some() {
-            // A crash cut this log; nothing after it can have been acknowledged.
-            break 'logs;
+        if let Some(at) = reader.torn_tail_at() {
+            // Older logs are synced before a new one starts: only the newest may be
+            // cut short by a crash.
+            if Some(number) != newest {
+                return Err(Error::corruption(&path, at, "WAL ends in a torn record but newer WAL files follow it"));
+            }
         }
     }
     if !mem.is_empty() {
-        flush_recovered(vs, ctx, &mem)?;
+        flush_recovered(vs, ctx, &mem, opts, registry)?;
     }
     vs.last_seq = vs.last_seq.max(last_seq);
     Ok(last_seq)
 }
 
-fn apply_known(mem: &MemTable, version: &crate::version::Version, op: crate::batch::BatchOp<'_>, seq: u64) {
-    use crate::batch::BatchOp;
-    use crate::key::ValueKind;
-    match op {
-        BatchOp::Put { keyspace, key, value } if version.keyspace(keyspace).is_some() => {
-            mem.add(keyspace, key, seq, ValueKind::Put, value)
-        }
-        BatchOp::Delete { keyspace, key } if version.keyspace(keyspace).is_some() => mem.add(keyspace, key, seq, ValueKind::Delete, &[]),
-        BatchOp::DeferredDelete { keyspace, key, seq: target } if version.keyspace(keyspace).is_some() => {
-            mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[])
-        }
-        BatchOp::DeleteRange { keyspace, start, end } if version.keyspace(keyspace).is_some() => {
-            mem.add_range_delete(keyspace, start, end, seq)
-        }
-        _ => {}
-    }
-}
-
-fn maybe_flush(vs: &mut VersionSet, ctx: &JobContext, mem: &mut MemTable, opts: &crate::Options) -> Result<()> {
+fn maybe_flush(
+    vs: &mut VersionSet,
+    ctx: &JobContext,
+    mem: &mut Arc<MemTable>,
+    opts: &crate::Options,
+    registry: &DeferredRegistry,
+) -> Result<()> {
     if mem.approximate_bytes() >= opts.memtable_budget {
-        flush_recovered(vs, ctx, mem)?;
-        *mem = MemTable::new(0, opts.clock.now_micros());
+        flush_recovered(vs, ctx, mem, opts, registry)?;
+        *mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
     }
     Ok(())
 }
 
-fn flush_recovered(vs: &mut VersionSet, ctx: &JobContext, mem: &MemTable) -> Result<()> {
+fn flush_recovered(
+    vs: &mut VersionSet,
+    ctx: &JobContext,
+    mem: &Arc<MemTable>,
+    opts: &crate::Options,
+    registry: &DeferredRegistry,
+) -> Result<()> {
     let run = vs.new_file_number();
     let version = vs.current();
-    let (edit, _) = flush_memtable(ctx, mem, &version, &[], run)?;
-    vs.log_and_apply(edit)?;
+    let res = flush_memtable(ctx, mem, &version, &[], run, registry, opts.deferred_sort_memory)?;
+    vs.log_and_apply(res.edit)?;
     Ok(())
 }

@@ -53,12 +53,7 @@ impl DbInner {
         let mut last = u32::MAX;
         for op in batch.ops() {
             let op = op.map_err(Error::InvalidArgument)?;
-            let ks = match op {
-                BatchOp::Put { keyspace, .. }
-                | BatchOp::Delete { keyspace, .. }
-                | BatchOp::DeferredDelete { keyspace, .. }
-                | BatchOp::DeleteRange { keyspace, .. } => keyspace,
-            };
+            let ks = op.keyspace();
             if ks != last && v.keyspace(ks).is_none() {
                 return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
             }
@@ -155,7 +150,7 @@ impl DbInner {
                 return Err(self.fail(e));
             }
             Counters::add(&self.counters.wal_bytes, record.len() as u64 + 8);
-            seq += b.len() as u64;
+            seq += b.seq_count();
             ranges.push((*wid, base, b));
             out.insert(*wid, seq);
         }
@@ -284,30 +279,35 @@ impl DbInner {
 
 /// Inserts a batch whose first operation has seqno `base`.
 pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, counters: &super::stats::Counters) {
-    let mut seq = base;
     let mut bytes = 0u64;
-    for op in batch.ops().flatten() {
-        match op {
-            BatchOp::Put { keyspace, key, value } => {
-                bytes += (key.len() + value.len()) as u64;
-                mem.add(keyspace, key, seq, ValueKind::Put, value);
-            }
-            BatchOp::Delete { keyspace, key } => {
-                bytes += key.len() as u64;
-                mem.add(keyspace, key, seq, ValueKind::Delete, &[]);
-            }
-            BatchOp::DeferredDelete { keyspace, key, seq: target } => {
-                bytes += key.len() as u64;
-                mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[]);
-            }
-            BatchOp::DeleteRange { keyspace, start, end } => {
-                bytes += (start.len() + end.len()) as u64;
-                mem.add_range_delete(keyspace, start, end, seq);
-            }
-        }
-        seq += 1;
+    let mut last = base;
+    for (seq, op) in batch.ops_with_seq(base).flatten() {
+        bytes += apply_op(mem, op, seq);
+        last = seq;
     }
-    mem.note_seq(seq - 1);
+    mem.note_seq(last);
     Counters::add(&counters.user_bytes, bytes);
     Counters::add(&counters.user_ops, batch.len() as u64);
+}
+
+/// Inserts one operation at `seq`; returns the user bytes it carried.
+pub(crate) fn apply_op(mem: &MemTable, op: BatchOp<'_>, seq: SeqNo) -> u64 {
+    match op {
+        BatchOp::Put { keyspace, key, value } => {
+            mem.add(keyspace, key, seq, ValueKind::Put, value);
+            (key.len() + value.len()) as u64
+        }
+        BatchOp::Delete { keyspace, key } => {
+            mem.add(keyspace, key, seq, ValueKind::Delete, &[]);
+            key.len() as u64
+        }
+        BatchOp::DeferredDelete { keyspace, key, seq: target } => {
+            mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[]);
+            key.len() as u64
+        }
+        BatchOp::DeleteRange { keyspace, start, end } => {
+            mem.add_range_delete(keyspace, start, end, seq);
+            (start.len() + end.len()) as u64
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod level;
 pub mod merge;
+pub mod vec;
 
 use crate::error::Result;
 

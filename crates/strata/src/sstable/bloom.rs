@@ -15,6 +15,8 @@
 //!
 //! Encoding: `lines × 64 bytes (8 × u64 LE each) ++ num_lines: u32 LE ++ k: u8 ++ version: u8`.
 
+use std::sync::Mutex;
+
 use crate::codec::{DecodeError, Decoder, put_u32, put_u64};
 
 const LINE_BITS: u32 = 512;
@@ -68,12 +70,18 @@ fn model_fpr(bpk: f64, k: u32) -> f64 {
     total
 }
 
-/// The best probe count for `bpk` bits per key, and its modelled FPR.
+/// The best probe count for `bpk` bits per key, and its modelled FPR. The optimum lies
+/// near the classic `bpk · ln 2`, so only its neighbourhood is searched.
 fn best_probes(bpk: f64) -> (u32, f64) {
-    (1..=MAX_PROBES)
+    let guess = (bpk * std::f64::consts::LN_2).round() as u32;
+    (guess.saturating_sub(3).max(1)..=(guess + 3).min(MAX_PROBES))
         .map(|k| (k, model_fpr(bpk, k)))
         .fold((1, f64::INFINITY), |best, c| if c.1 < best.1 { c } else { best })
 }
+
+/// The last policy computed by [`BloomPolicy::from_fpr`], keyed by the rate's bits: a
+/// database uses one rate, and the search costs milliseconds.
+static LAST_POLICY: Mutex<Option<(u64, BloomPolicy)>> = Mutex::new(None);
 
 /// Filter shape: bits per key and probes per key.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,13 +97,23 @@ impl BloomPolicy {
         if !(fpr > 0.0 && fpr < 1.0) {
             return None;
         }
+        let memo = LAST_POLICY.lock().ok().and_then(|g| *g);
+        if let Some((bits, p)) = memo
+            && bits == fpr.to_bits()
+        {
+            return Some(p);
+        }
         // FPR falls monotonically with bits per key: bisect.
         let (mut lo, mut hi) = (0.5f64, MAX_BITS_PER_KEY);
         for _ in 0..40 {
             let mid = (lo + hi) / 2.0;
             if best_probes(mid).1 <= fpr { hi = mid } else { lo = mid }
         }
-        BloomPolicy::from_bits_per_key(hi)
+        let policy = BloomPolicy::from_bits_per_key(hi)?;
+        if let Ok(mut g) = LAST_POLICY.lock() {
+            *g = Some((fpr.to_bits(), policy));
+        }
+        Some(policy)
     }
 
     /// A filter with `bits_per_key` bits per key (clamped to 100) and the best probe

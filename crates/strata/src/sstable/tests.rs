@@ -334,6 +334,25 @@ fn flipped_bytes_in_every_region_are_corruption() {
     }
 }
 
+#[test]
+fn index_must_agree_with_properties() {
+    // A well-checksummed properties block claiming one more data block than the index
+    // holds: open must refuse it rather than trust either.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _, props) = write(dir.path(), 1, &model(100, 6), &[], small_blocks(Compression::None));
+    let h = open(&path, None).expect("open").footer().properties;
+    let lying = Properties {
+        data_blocks: props.data_blocks + 1,
+        ..props.clone()
+    };
+    let (sealed, size) = format::seal_block(&lying.encode(), Compression::None);
+    assert_eq!(size, h.size, "same length so the file layout is unchanged");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[h.offset as usize..][..sealed.len()].copy_from_slice(&sealed);
+    std::fs::write(&path, &bytes).expect("write");
+    assert_corruption_naming(open(&path, None).map(drop), &path, "index/properties mismatch");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

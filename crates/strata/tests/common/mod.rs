@@ -471,17 +471,17 @@ impl Harness {
     /// Full scans and point reads of every keyspace, and every live snapshot.
     pub fn check_all(&mut self) -> Result<(), String> {
         for ks in 0..self.nks {
-            let got = consume(self.ks[ks].scan::<_, [u8]>(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Forward)?;
+            let got = consume(self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Forward)?;
             let want: Vec<_> = self.model[ks].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             compare(&format!("full scan of {}", KS_NAMES[ks]), &got, &want)?;
-            let got = consume(self.ks[ks].scan::<_, [u8]>(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Reverse)?;
+            let got = consume(self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Reverse)?;
             let want: Vec<_> = self.model[ks].iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
             compare(&format!("full reverse scan of {}", KS_NAMES[ks]), &got, &want)?;
             for k in 0..UNIVERSE {
                 self.apply(&Op::Get { ks, key: k })?;
             }
             for (i, (s, m)) in self.snaps.iter().enumerate() {
-                let got = consume(s.scan::<_, [u8]>(&self.ks[ks], ..).map_err(|e| format!("snapshot scan: {e}"))?, ScanMode::Forward)?;
+                let got = consume(s.scan(&self.ks[ks], ..).map_err(|e| format!("snapshot scan: {e}"))?, ScanMode::Forward)?;
                 let want: Vec<_> = m[ks].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 compare(&format!("full scan of snapshot #{i} in {}", KS_NAMES[ks]), &got, &want)?;
             }

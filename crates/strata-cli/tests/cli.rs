@@ -1,0 +1,382 @@
+//! Runs the built `strata` binary against temporary directories.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tempfile::TempDir;
+
+/// What one run of the binary did.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_raw(args: &[&str], env_db: Option<&Path>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(args).env_remove("STRATA_DB");
+    if let Some(db) = env_db {
+        cmd.env("STRATA_DB", db);
+    }
+    let out = cmd.output().expect("the strata binary runs");
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !run.stderr.contains("panicked"),
+        "strata {args:?} panicked:\n{}",
+        run.stderr
+    );
+    run
+}
+
+fn run(db: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
+    all.extend_from_slice(args);
+    run_raw(&all, None)
+}
+
+/// Runs a command that must succeed; returns its stdout.
+fn ok(db: &Path, args: &[&str]) -> String {
+    let r = run(db, args);
+    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
+    assert!(r.stderr.is_empty(), "strata {args:?} wrote to stderr:\n{}", r.stderr);
+    r.stdout
+}
+
+/// Asserts a run failed with `code` and an `error: ` message containing `needle`.
+fn assert_fails(r: &Run, code: i32, needle: &str) {
+    assert_eq!(
+        r.code,
+        Some(code),
+        "expected exit {code}; stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stderr.starts_with("error: "), "stderr lacks 'error: ':\n{}", r.stderr);
+    assert!(r.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", r.stderr);
+}
+
+fn new_db() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    (dir, db)
+}
+
+fn put_all(db: &Path, pairs: &[(&str, &str)]) {
+    for (k, v) in pairs {
+        ok(db, &["put", k, v]);
+    }
+}
+
+fn sst_files(db: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+const ABCDE: [(&str, &str); 5] = [("c", "3"), ("a", "1"), ("e", "5"), ("b", "2"), ("d", "4")];
+
+#[test]
+fn put_get_overwrite_and_del_round_trip() {
+    let (_t, db) = new_db();
+    assert!(!db.exists());
+    ok(&db, &["put", "k", "v1"]);
+    assert!(db.join("CURRENT").exists(), "put creates the database");
+    assert_eq!(ok(&db, &["get", "k"]), "v1\n");
+    ok(&db, &["put", "k", "v2"]);
+    assert_eq!(ok(&db, &["get", "k"]), "v2\n");
+    // Values (and keys) that start with a hyphen are data, not flags.
+    ok(&db, &["put", "neg", "-5"]);
+    assert_eq!(ok(&db, &["get", "neg"]), "-5\n");
+    ok(&db, &["del", "k"]);
+    let r = run(&db, &["get", "k"]);
+    assert_fails(&r, 1, "not found");
+    assert!(r.stdout.is_empty());
+    assert_eq!(ok(&db, &["get", "neg"]), "-5\n", "del removes only its key");
+}
+
+#[test]
+fn scan_forward_reverse_limit_and_bounds() {
+    let (_t, db) = new_db();
+    put_all(&db, &ABCDE);
+    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\nc\t3\nd\t4\ne\t5\n");
+    assert_eq!(ok(&db, &["scan", "--reverse"]), "e\t5\nd\t4\nc\t3\nb\t2\na\t1\n");
+    assert_eq!(ok(&db, &["scan", "--limit", "2"]), "a\t1\nb\t2\n");
+    assert_eq!(ok(&db, &["scan", "--reverse", "--limit", "2"]), "e\t5\nd\t4\n");
+    assert_eq!(ok(&db, &["scan", "--limit", "0"]), "");
+    // --from is inclusive, --to exclusive.
+    assert_eq!(ok(&db, &["scan", "--from", "b", "--to", "d"]), "b\t2\nc\t3\n");
+    assert_eq!(
+        ok(&db, &["scan", "--from", "b", "--to", "d", "--reverse"]),
+        "c\t3\nb\t2\n"
+    );
+    assert_eq!(ok(&db, &["scan", "--from", "d", "--keys-only"]), "d\ne\n");
+    assert_eq!(ok(&db, &["scan", "--to", "b", "--keys-only"]), "a\n");
+    assert_eq!(ok(&db, &["scan", "--from", "c", "--to", "c"]), "");
+    let r = run(&db, &["scan", "--from", "d", "--to", "b"]);
+    assert_fails(&r, 2, "sorts after");
+}
+
+#[test]
+fn del_range_deletes_a_half_open_range() {
+    let (_t, db) = new_db();
+    put_all(&db, &ABCDE);
+    ok(&db, &["del-range", "b", "d"]);
+    assert_eq!(ok(&db, &["scan", "--keys-only"]), "a\nd\ne\n");
+    assert_fails(&run(&db, &["get", "c"]), 1, "not found");
+    // Still deleted after the range tombstone is flushed and compacted.
+    ok(&db, &["flush"]);
+    ok(&db, &["compact"]);
+    assert_eq!(ok(&db, &["scan", "--keys-only"]), "a\nd\ne\n");
+    assert_eq!(ok(&db, &["get", "d"]), "4\n");
+}
+
+#[test]
+fn empty_del_range_is_rejected_and_changes_nothing() {
+    let (_t, db) = new_db();
+    put_all(&db, &ABCDE);
+    assert_fails(&run(&db, &["del-range", "d", "b"]), 2, "empty range");
+    assert_fails(&run(&db, &["del-range", "c", "c"]), 2, "empty range");
+    assert_eq!(ok(&db, &["scan", "--keys-only"]), "a\nb\nc\nd\ne\n");
+}
+
+#[test]
+fn keyspaces_create_list_use_and_drop() {
+    let (_t, db) = new_db();
+    ok(&db, &["create-keyspace", "idx"]);
+    assert_eq!(ok(&db, &["keyspaces"]), "default\nidx\n");
+    ok(&db, &["put", "k", "in-default"]);
+    ok(&db, &["put", "--keyspace", "idx", "k", "in-idx"]);
+    assert_eq!(ok(&db, &["get", "k"]), "in-default\n");
+    assert_eq!(ok(&db, &["get", "-k", "idx", "k"]), "in-idx\n");
+    assert_eq!(ok(&db, &["scan", "-k", "idx"]), "k\tin-idx\n");
+    assert_fails(&run(&db, &["create-keyspace", "idx"]), 1, "already exists");
+    ok(&db, &["drop-keyspace", "idx"]);
+    assert_eq!(ok(&db, &["keyspaces"]), "default\n");
+    assert_fails(&run(&db, &["get", "-k", "idx", "k"]), 1, "keyspace \"idx\" not found");
+    assert_eq!(ok(&db, &["get", "k"]), "in-default\n");
+    assert_fails(&run(&db, &["drop-keyspace", "default"]), 1, "cannot be dropped");
+}
+
+#[test]
+fn unknown_keyspace_is_an_error() {
+    let (_t, db) = new_db();
+    ok(&db, &["put", "k", "v"]);
+    let r = run(&db, &["get", "--keyspace", "nope", "k"]);
+    assert_fails(&r, 1, "keyspace \"nope\" not found");
+    assert!(r.stderr.contains("existing keyspaces: default"), "{}", r.stderr);
+    assert_fails(&run(&db, &["put", "-k", "nope", "k", "v"]), 1, "not found");
+    assert_fails(&run(&db, &["scan", "-k", "nope"]), 1, "not found");
+    assert_fails(&run(&db, &["compact", "-k", "nope"]), 1, "not found");
+    assert_fails(&run(&db, &["drop-keyspace", "nope"]), 1, "not found");
+    assert_eq!(ok(&db, &["keyspaces"]), "default\n", "nothing was created");
+}
+
+#[test]
+fn flush_compact_and_stats() {
+    let (_t, db) = new_db();
+    put_all(&db, &ABCDE);
+    ok(&db, &["del", "a"]);
+    ok(&db, &["flush"]);
+    assert!(!sst_files(&db).is_empty(), "flush writes SSTables");
+    let text = ok(&db, &["stats"]);
+    assert!(text.starts_with("keyspace default (id 0): "), "{text}");
+    assert!(text.contains("  L0 "), "{text}");
+    assert!(text.contains("write amplification"), "{text}");
+    let json = ok(&db, &["stats", "--json"]);
+    assert!(
+        json.starts_with("{\"keyspaces\":[{\"name\":\"default\",\"id\":0,"),
+        "{json}"
+    );
+    assert!(json.trim_end().ends_with('}'), "{json}");
+    assert!(json.contains("\"write_amplification\":"), "{json}");
+    // Before compaction the tombstone of "a" is on disk.
+    assert!(
+        !json.contains("\"tombstones\":0,\"levels\""),
+        "tombstone missing:\n{json}"
+    );
+
+    ok(&db, &["compact"]);
+    let json = ok(&db, &["stats", "--json"]);
+    // Fully compacted: the 4 live keys, no tombstones, nothing left in level 0.
+    assert!(json.contains("\"entries\":4,\"tombstones\":0,\"levels\""), "{json}");
+    assert!(json.contains("{\"level\":0,\"runs\":0,\"files\":0,"), "{json}");
+    assert_eq!(ok(&db, &["scan", "--keys-only"]), "b\nc\nd\ne\n");
+
+    ok(&db, &["put", "f", "6"]);
+    ok(&db, &["compact", "--keyspace", "default"]);
+    assert!(ok(&db, &["stats", "--json"]).contains("\"entries\":5,\"tombstones\":0,\"levels\""));
+    assert_eq!(ok(&db, &["get", "f"]), "6\n");
+}
+
+#[test]
+fn hex_mode_and_escaped_output() {
+    let (_t, db) = new_db();
+    ok(&db, &["--hex", "put", "00ff", "0x0a0b5c"]);
+    ok(&db, &["put", "tab\tkey", "é"]);
+    // Text output escapes what is not printable UTF-8, one entry per line.
+    assert_eq!(ok(&db, &["scan"]), "\\x00\\xff\t\\n\\x0b\\\\\ntab\\tkey\té\n");
+    assert_eq!(ok(&db, &["scan", "--hex"]), "00ff\t0a0b5c\n746162096b6579\tc3a9\n");
+    assert_eq!(ok(&db, &["get", "--hex", "00FF"]), "0a0b5c\n");
+    assert_eq!(
+        ok(&db, &["scan", "--hex", "--from", "01", "--keys-only"]),
+        "746162096b6579\n"
+    );
+    let r = run(&db, &["get", "--hex", "0g"]);
+    assert_fails(&r, 2, "not valid hex");
+    assert_fails(&run(&db, &["put", "--hex", "abc", "00"]), 2, "odd number of hex digits");
+    assert_fails(&run(&db, &["get", "--hex", "0102"]), 1, "0x0102 not found");
+}
+
+#[test]
+fn database_from_strata_db_env() {
+    let (_t, db) = new_db();
+    let r = run_raw(&["put", "k", "from-env"], Some(&db));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(ok(&db, &["get", "k"]), "from-env\n");
+    let r = run_raw(&["get", "k"], Some(&db));
+    assert_eq!(r.stdout, "from-env\n");
+}
+
+#[test]
+fn dump_sst_shows_fence_pointers_and_bloom() {
+    let (_t, db) = new_db();
+    ok(&db, &["create-keyspace", "x"]);
+    put_all(&db, &[("apple", "red"), ("banana", "yellow"), ("cherry", "dark")]);
+    ok(&db, &["flush"]);
+    let files = sst_files(&db);
+    assert!(!files.is_empty());
+    // Every table holds one keyspace; find the one with "banana".
+    let dumps: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let r = run_raw(&["dump-sst", f.to_str().unwrap()], None);
+            assert_eq!(r.code, Some(0), "{}", r.stderr);
+            r.stdout
+        })
+        .collect();
+    let d = dumps
+        .iter()
+        .find(|d| d.contains("\"banana\""))
+        .expect("a table with banana");
+    assert!(d.starts_with("table "), "{d}");
+    assert!(d.contains("bloom: ") && d.contains(" probes"), "no bloom info:\n{d}");
+    assert!(
+        d.contains("data blocks (") && d.contains("  #0 offset "),
+        "no fence pointers:\n{d}"
+    );
+    assert!(d.contains(" last \""), "fence pointer lacks its key:\n{d}");
+    assert!(!d.contains("=> \"yellow\""), "entries shown without --entries:\n{d}");
+
+    let f = files
+        .iter()
+        .zip(&dumps)
+        .find(|(_, d)| d.contains("\"banana\""))
+        .unwrap()
+        .0;
+    let r = run_raw(&["dump-sst", f.to_str().unwrap(), "--entries"], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("\"banana\"@") && r.stdout.contains("=> \"yellow\""),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn dump_sst_of_bad_files_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("000001.sst");
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&garbage, &bytes).unwrap();
+    assert_fails(
+        &run_raw(&["dump-sst", garbage.to_str().unwrap()], None),
+        1,
+        "corruption",
+    );
+
+    let empty = dir.path().join("empty.sst");
+    std::fs::write(&empty, b"").unwrap();
+    assert_fails(&run_raw(&["dump-sst", empty.to_str().unwrap()], None), 1, "too small");
+
+    let missing = dir.path().join("missing.sst");
+    assert_fails(
+        &run_raw(&["dump-sst", missing.to_str().unwrap()], None),
+        1,
+        "missing.sst",
+    );
+}
+
+#[test]
+fn get_on_missing_directory_fails_without_creating_it() {
+    let (_t, db) = new_db();
+    for args in [
+        &["get", "k"][..],
+        &["scan"],
+        &["del", "k"],
+        &["stats"],
+        &["flush"],
+        &["keyspaces"],
+    ] {
+        assert_fails(&run(&db, args), 1, "not a Strata database");
+    }
+    assert!(!db.exists(), "a read command created the database");
+}
+
+#[test]
+fn commands_on_a_non_database_directory_fail_and_touch_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    for args in [
+        &["get", "k"][..],
+        &["put", "k", "v"],
+        &["compact"],
+        &["create-keyspace", "x"],
+    ] {
+        let r = run(dir.path(), args);
+        assert_fails(&r, 1, "not a Strata database");
+        assert!(r.stderr.contains("notes.txt"), "{}", r.stderr);
+    }
+    assert_eq!(dir_names(dir.path()), vec!["notes.txt".to_string()]);
+
+    // An empty directory is not a database either, for commands that only read.
+    let empty = tempfile::tempdir().unwrap();
+    assert_fails(&run(empty.path(), &["get", "k"]), 1, "not a Strata database");
+    assert!(dir_names(empty.path()).is_empty());
+
+    // A regular file given as the database.
+    let file = dir.path().join("notes.txt");
+    assert_fails(&run(&file, &["get", "k"]), 1, "not a Strata database");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let r = run_raw(&["get", "k"], None);
+    assert_fails(&r, 2, "--db");
+    let r = run_raw(&["frobnicate"], None);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
+    let (_t, db) = new_db();
+    let r = run(&db, &["scan", "--limit", "many"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("--limit"), "{}", r.stderr);
+    assert!(!db.exists());
+}

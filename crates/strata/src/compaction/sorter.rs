@@ -1,0 +1,190 @@
+//! An external sorter of internal entries within a memory bound: entries are buffered,
+//! and past the bound each buffer is sorted and spilled to a temporary SSTable; the
+//! final stream merges the last buffer with every spilled run.
+//!
+//! Deferred deletes emitted by a primary compaction and the entries of an index build
+//! go through it, so neither ever needs memory proportional to the data.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::output::JobContext;
+use crate::error::Result;
+use crate::iter::merge::MergingIter;
+use crate::iter::vec::VecIter;
+use crate::iter::{Direction, InternalIterator};
+use crate::key::compare_internal;
+use crate::sstable::{Table, TableBuilder};
+
+/// Buffers entries for one keyspace and hands them back sorted.
+pub struct ExternalSorter {
+    ctx: JobContext,
+    buf: Vec<(Vec<u8>, Vec<u8>)>,
+    bytes: usize,
+    limit: usize,
+    spills: Vec<(PathBuf, Arc<Table>)>,
+    len: u64,
+}
+
+impl ExternalSorter {
+    /// A sorter that spills past `limit` bytes.
+    pub fn new(ctx: JobContext, limit: usize) -> Self {
+        ExternalSorter {
+            ctx,
+            buf: Vec::new(),
+            bytes: 0,
+            limit: limit.max(1 << 16),
+            spills: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Entries pushed so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of runs spilled to disk so far.
+    pub fn spilled_runs(&self) -> usize {
+        self.spills.len()
+    }
+
+    /// Adds an entry (any order). Equal internal keys are kept once.
+    pub fn push(&mut self, ikey: Vec<u8>, value: Vec<u8>) -> Result<()> {
+        self.bytes += ikey.len() + value.len() + 48;
+        self.len += 1;
+        self.buf.push((ikey, value));
+        if self.bytes >= self.limit {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn sort_buf(&mut self) {
+        self.buf.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        self.buf.dedup_by(|a, b| a.0 == b.0);
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.sort_buf();
+        let number = self.ctx.file_numbers.fetch_add(1, Ordering::SeqCst);
+        let path = self.ctx.dir.join(format!("{number:06}.sort.tmp"));
+        let file = self.ctx.fs.create(&path)?;
+        let mut opts = self.ctx.table_opts.clone();
+        opts.bloom_fpr = 0.0;
+        let mut b = TableBuilder::new(file, path.clone(), opts);
+        for (k, v) in self.buf.drain(..) {
+            b.add(&k, &v)?;
+        }
+        b.finish()?;
+        let table = Arc::new(Table::open(self.ctx.fs.open(&path)?, number, None)?);
+        self.spills.push((path, table));
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// The sorted stream of everything pushed. The sorter must outlive the stream's
+    /// use only through the returned iterator (temporary files are removed on drop).
+    pub fn finish(mut self) -> Result<SortedStream> {
+        self.sort_buf();
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(VecIter::new(std::mem::take(&mut self.buf)))];
+        for (_, t) in &self.spills {
+            children.push(Box::new(t.iter()));
+        }
+        let mut merge = MergingIter::new(children, Direction::Forward);
+        merge.seek_to_start()?;
+        Ok(SortedStream {
+            merge,
+            _sorter: self,
+            last: Vec::new(),
+        })
+    }
+}
+
+impl Drop for ExternalSorter {
+    fn drop(&mut self) {
+        for (p, _) in &self.spills {
+            let _ = self.ctx.fs.remove(p);
+        }
+    }
+}
+
+/// The merged, de-duplicated output of an [`ExternalSorter`].
+pub struct SortedStream {
+    merge: MergingIter,
+    _sorter: ExternalSorter,
+    last: Vec<u8>,
+}
+
+impl SortedStream {
+    /// The next entry, or `None` at the end.
+    pub fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while self.merge.valid() {
+            let k = self.merge.key().to_vec();
+            let v = self.merge.value().to_vec();
+            self.merge.advance()?;
+            if k == self.last {
+                continue;
+            }
+            self.last.clone_from(&k);
+            return Ok(Some((k, v)));
+        }
+        Ok(None)
+    }
+
+    /// Turns the stream into a positioned-at-start iterator for merging with others.
+    pub fn into_iter(self) -> SortedStreamIter {
+        SortedStreamIter { s: self, cur: None }
+    }
+}
+
+/// A forward-only [`InternalIterator`] over a [`SortedStream`] (seeks other than to the
+/// start are not supported and leave it invalid).
+pub struct SortedStreamIter {
+    s: SortedStream,
+    cur: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl InternalIterator for SortedStreamIter {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        if self.cur.is_none() {
+            self.cur = self.s.next_entry()?;
+        }
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.cur = None;
+        Ok(())
+    }
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        self.cur = None;
+        Ok(())
+    }
+    fn seek_for_prev(&mut self, _target: &[u8]) -> Result<()> {
+        self.cur = None;
+        Ok(())
+    }
+    fn next(&mut self) -> Result<()> {
+        self.cur = self.s.next_entry()?;
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.cur = None;
+        Ok(())
+    }
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map(|c| c.0.as_slice()).unwrap_or(&[])
+    }
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map(|c| c.1.as_slice()).unwrap_or(&[])
+    }
+}

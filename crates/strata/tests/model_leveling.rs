@@ -1,0 +1,37 @@
+//! Model-based test of the leveled configuration (one run per level): random
+//! operations, snapshots, flushes, compactions and reopens, checked against a BTreeMap.
+
+mod common;
+
+use common::{Harness, op, run_deep, small_options};
+use proptest::prelude::*;
+use strata::Options;
+
+fn leveling() -> Options {
+    Options {
+        runs_per_level: 1,
+        size_ratio: 2.0,
+        ..small_options()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, max_shrink_iters: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn leveling_matches_model(
+        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300)))
+    ) {
+        let mut h = Harness::new(leveling(), nks).map_err(TestCaseError::fail)?;
+        h.run(&ops).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// A long deterministic run that is known to reach deep levels.
+#[test]
+fn leveling_deep_run_reaches_lower_levels() {
+    let h = run_deep(leveling(), 3, 2500, 0x5eed_0001);
+    assert!(h.max_level_seen >= 2, "files never reached level 2 (deepest level {})", h.max_level_seen);
+    assert_eq!(h.max_runs_seen, 1, "a leveled level > 0 held {} runs", h.max_runs_seen);
+    assert!(h.reopens >= 2);
+}
