@@ -136,6 +136,7 @@ impl WriteBatch {
             self.rep.push(tag);
             self.seqs += 1;
         }
+        self.count += 1;
     }
 
     /// Encoded size in bytes.

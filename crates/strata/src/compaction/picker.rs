@@ -104,10 +104,13 @@ pub struct CompactionPicker {
 }
 
 impl CompactionPicker {
-    /// The most urgent compaction over all keyspaces, avoiding `busy` files.
-    pub fn pick(&mut self, version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+    /// The most urgent compaction over all keyspaces not `paused`, avoiding `busy` files.
+    pub fn pick(&mut self, version: &Version, opts: &Options, busy: &HashSet<u64>, paused: &HashSet<u32>) -> Option<CompactionTask> {
         let mut candidates: Vec<(f64, u32, usize)> = Vec::new();
         for ks in version.keyspaces.values() {
+            if paused.contains(&ks.id) {
+                continue;
+            }
             let last = ks.last_level();
             for (li, level) in ks.levels.iter().enumerate() {
                 let score = if li == 0 {

@@ -156,7 +156,7 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
             continue;
         }
         if bg.manual == 0 {
-            let task = inner.picker.lock().pick(&sv.version, &inner.opts, &bg.busy);
+            let task = inner.picker.lock().pick(&sv.version, &inner.opts, &bg.busy, &bg.paused);
             if let Some(task) = task {
                 for f in task.files() {
                     bg.busy.insert(f.number());
@@ -313,7 +313,7 @@ impl DbInner {
             let idle = sv.imm.is_empty()
                 && !bg.flushing
                 && bg.busy.is_empty()
-                && self.picker.lock().pick(&sv.version, &self.opts, &bg.busy).is_none();
+                && self.picker.lock().pick(&sv.version, &self.opts, &bg.busy, &bg.paused).is_none();
             if idle {
                 return Ok(());
             }

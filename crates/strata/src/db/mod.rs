@@ -42,6 +42,9 @@ pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;
 pub use stats::{KeyspaceStats, LevelStats, Stats};
 
+/// Keyspace names starting with this belong to tables.
+pub const RESERVED_PREFIX: &str = "table:";
+
 /// Name of the keyspace every database has.
 pub const DEFAULT_KEYSPACE: &str = "default";
 
@@ -55,6 +58,8 @@ pub(crate) struct SuperVersion {
 
 pub(crate) struct BgState {
     pub busy: HashSet<u64>,
+    /// Keyspaces whose compactions are held back (an index being built).
+    pub paused: HashSet<u32>,
     pub flushing: bool,
     pub manual: usize,
     pub error: Option<String>,
@@ -381,63 +386,76 @@ impl DbInner {
     }
 
     fn create_keyspace(&self, name: &str) -> Result<u32> {
-        self.check_open()?;
-        if name.is_empty() || name.len() > 255 {
-            return Err(Error::InvalidArgument("keyspace names must be 1 to 255 bytes".into()));
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::InvalidArgument(format!("keyspace names starting with {RESERVED_PREFIX:?} are reserved for tables")));
         }
-        let mut vs = self.versions.lock();
-        if vs.current().keyspaces.values().any(|k| k.name == name) {
-            return Err(Error::AlreadyExists(format!("keyspace {name:?}")));
-        }
-        let id = vs.next_keyspace_id;
-        let edit = crate::version::VersionEdit {
-            new_keyspaces: vec![(id, name.to_string())],
-            next_keyspace_id: Some(id + 1),
-            ..Default::default()
-        };
-        let v = vs.log_and_apply(edit)?;
-        self.install_version(v, None);
-        Ok(id)
+        let ids = self.catalog_edit(&[name], &[], Vec::new())?;
+        ids.first().copied().ok_or(Error::Closed)
     }
 
     fn drop_keyspace(&self, name: &str) -> Result<()> {
-        self.check_open()?;
         if name == DEFAULT_KEYSPACE {
             return Err(Error::InvalidArgument("the default keyspace cannot be dropped".into()));
         }
-        let id = self.keyspace_id(name)?;
-        // Wait until no job holds its files, then drop it in one edit.
-        let mut bg = self.bg.lock();
-        loop {
-            let v = self.current().version.clone();
-            let Some(ks) = v.keyspace(id) else {
-                return Err(Error::NotFound(format!("keyspace {name:?}")));
-            };
-            if !ks.files().any(|f| bg.busy.contains(&f.number())) {
-                break;
-            }
-            self.bg_cv.wait(&mut bg);
+        if name.starts_with(RESERVED_PREFIX) {
+            return Err(Error::InvalidArgument(format!("{name:?} belongs to a table: drop the table or index instead")));
         }
-        let mut vs = self.versions.lock();
-        let edit = crate::version::VersionEdit {
-            dropped_keyspaces: vec![id],
-            ..Default::default()
-        };
-        let v = vs.log_and_apply(edit)?;
-        self.install_version(v, None);
+        let id = self.keyspace_id(name)?;
+        self.catalog_edit(&[], &[id], Vec::new())?;
         Ok(())
     }
 
     fn set_meta(&self, entries: Vec<(String, Option<Vec<u8>>)>) -> Result<()> {
+        self.catalog_edit(&[], &[], entries)?;
+        Ok(())
+    }
+
+    /// Creates and drops keyspaces and changes catalog entries in one durable edit;
+    /// returns the ids of the created keyspaces. Dropping waits until no background job
+    /// holds the keyspaces' files. The deferred-maintenance registry is rebuilt after.
+    pub fn catalog_edit(&self, create: &[&str], dropped: &[u32], meta: Vec<(String, Option<Vec<u8>>)>) -> Result<Vec<u32>> {
         self.check_open()?;
+        for name in create {
+            if name.is_empty() || name.len() > 255 {
+                return Err(Error::InvalidArgument("keyspace names must be 1 to 255 bytes".into()));
+            }
+        }
+        let mut bg = self.bg.lock();
+        loop {
+            let v = self.current().version.clone();
+            let mut busy = false;
+            for id in dropped {
+                let ks = v.keyspace(*id).ok_or_else(|| Error::NotFound(format!("keyspace id {id}")))?;
+                busy |= ks.files().any(|f| bg.busy.contains(&f.number()));
+            }
+            if !busy {
+                break;
+            }
+            self.bg_cv.wait_for(&mut bg, std::time::Duration::from_millis(20));
+        }
         let mut vs = self.versions.lock();
-        let edit = crate::version::VersionEdit {
-            meta: entries,
+        let cur = vs.current();
+        let mut edit = crate::version::VersionEdit {
+            dropped_keyspaces: dropped.to_vec(),
+            meta,
             ..Default::default()
         };
+        let mut ids = Vec::new();
+        for (i, name) in create.iter().enumerate() {
+            if cur.keyspaces.values().any(|k| k.name == *name) || create[..i].contains(name) {
+                return Err(Error::AlreadyExists(format!("keyspace {name:?}")));
+            }
+            let id = vs.next_keyspace_id + i as u32;
+            edit.new_keyspaces.push((id, name.to_string()));
+            ids.push(id);
+        }
+        edit.next_keyspace_id = Some(vs.next_keyspace_id + create.len() as u32);
         let v = vs.log_and_apply(edit)?;
         self.install_version(v, None);
-        Ok(())
+        drop(vs);
+        drop(bg);
+        self.refresh_registry()?;
+        Ok(ids)
     }
 
     pub fn background_error(&self) -> Result<()> {

@@ -154,6 +154,7 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
         snapshots: Mutex::new(BTreeMap::new()),
         bg: Mutex::new(BgState {
             busy: HashSet::new(),
+            paused: HashSet::new(),
             flushing: false,
             manual: 0,
             error: None,

@@ -73,7 +73,7 @@ fn model_fpr(bpk: f64, k: u32) -> f64 {
 /// The best probe count for `bpk` bits per key, and its modelled FPR. The optimum lies
 /// near the classic `bpk · ln 2`, so only its neighbourhood is searched.
 fn best_probes(bpk: f64) -> (u32, f64) {
-    let guess = (bpk * std::f64::consts::LN_2).round() as u32;
+    let guess = ((bpk * std::f64::consts::LN_2).round() as u32).clamp(1, MAX_PROBES);
     (guess.saturating_sub(3).max(1)..=(guess + 3).min(MAX_PROBES))
         .map(|k| (k, model_fpr(bpk, k)))
         .fold((1, f64::INFINITY), |best, c| if c.1 < best.1 { c } else { best })
@@ -327,6 +327,18 @@ mod tests {
             // A classic filter needs -ln(p)/ln²2 bits per key; blocking costs a bit more.
             let classic = -target.ln() / std::f64::consts::LN_2.powi(2);
             assert!(bpk < classic * 1.4, "target {target}: {bpk} bits per key");
+        }
+    }
+
+    #[test]
+    fn policy_shrinks_as_the_target_rate_grows() {
+        let mut prev = f64::INFINITY;
+        for target in [1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.3] {
+            let p = BloomPolicy::from_fpr(target).expect("policy");
+            assert!(p.estimated_fpr() <= target * 1.0001, "{target}: {p:?}");
+            assert!(p.bits_per_key() < prev && p.bits_per_key() < 60.0, "{target}: {p:?}");
+            assert!(p.probes() >= 1 && p.probes() <= MAX_PROBES);
+            prev = p.bits_per_key();
         }
     }
 

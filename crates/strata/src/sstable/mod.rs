@@ -16,7 +16,7 @@
 //! size-80:  footer (80 bytes)
 //! ```
 //!
-//! * **Block trailer** (5 bytes, [`format`]): compression type `u8` (0 none, 1 LZ4 with
+//! * **Block trailer** (5 bytes, [`format`](mod@format)): compression type `u8` (0 none, 1 LZ4 with
 //!   the uncompressed size prepended as u32 LE) ++ `crc32c(payload ++ type)` u32 LE. A
 //!   block handle `(offset, size)` names the stored payload without its trailer.
 //! * **Data and index blocks** ([`block`]): prefix-compressed entries

@@ -55,6 +55,14 @@ fn corrupt(path: &Path, base: u64, what: &str, e: DecodeError) -> Error {
     )
 }
 
+/// Names the file in an I/O error that does not already.
+fn name_io(path: &Path, e: Error) -> Error {
+    match e {
+        Error::Io { path: None, source } => Error::io(path, source),
+        e => e,
+    }
+}
+
 /// Reads a block, verifies its checksum, and returns the uncompressed payload.
 fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
     let path = file.path();
@@ -66,7 +74,7 @@ fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Resu
             format!("{what}: block extends past end of file"),
         ));
     };
-    let raw = file.read_at(h.offset, len)?;
+    let raw = file.read_at(h.offset, len).map_err(|e| name_io(path, e))?;
     unseal_block(&raw).map_err(|e| corrupt(path, h.offset, what, e))
 }
 
@@ -82,7 +90,7 @@ impl Table {
                 format!("file of {size} bytes is too small for an SSTable"),
             ));
         };
-        let footer_bytes = file.read_at(footer_at, FOOTER_LEN)?;
+        let footer_bytes = file.read_at(footer_at, FOOTER_LEN).map_err(|e| name_io(&path, e))?;
         let footer = Footer::decode(&footer_bytes, size).map_err(|e| corrupt(&path, footer_at, "footer", e))?;
 
         let props_raw = read_payload(&*file, footer.properties, "properties block")?;

@@ -1,0 +1,317 @@
+//! Crash recovery: a child process (this test binary, re-run in a "child" role) writes
+//! batches and reports each acknowledged one on stdout; the parent kills it with
+//! SIGKILL at a random moment, reopens the database and checks that every acknowledged
+//! batch is there in full and that no batch is half-applied. Also: a torn last WAL
+//! record is dropped on recovery while everything before it survives.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use strata::{Db, Keyspace, Options, SyncPolicy, WriteBatch};
+
+const CHILD_DIR_ENV: &str = "STRATA_CRASH_CHILD_DIR";
+const CHILD_SYNC_ENV: &str = "STRATA_CRASH_CHILD_SYNC";
+const CHILD_THREADS_ENV: &str = "STRATA_CRASH_CHILD_THREADS";
+/// Keys each batch adds of its own (in two keyspaces).
+const OWN_KEYS: usize = 3;
+/// Keys every batch of a thread overwrites with its batch number.
+const SHARED_KEYS: usize = 6;
+/// Batch `n` with `n % RANGE_EVERY == 0` range-deletes the own keys of batch `n - RANGE_EVERY`.
+const RANGE_EVERY: u64 = 10;
+
+fn options(sync: SyncPolicy) -> Options {
+    Options {
+        sync,
+        memtable_budget: 16 << 10,
+        target_file_size: 8 << 10,
+        block_size: 512,
+        l0_compaction_trigger: 2,
+        size_ratio: 3.0,
+        ..Options::default()
+    }
+}
+
+fn parse_sync(s: &str) -> SyncPolicy {
+    match s {
+        "none" => SyncPolicy::None,
+        "every" => SyncPolicy::EveryBatch,
+        "group" => SyncPolicy::GroupCommit,
+        other => panic!("unknown sync policy {other}"),
+    }
+}
+
+fn own_prefix(t: usize, n: u64) -> String {
+    format!("t{t}/own/{n:08}/")
+}
+
+fn own_key(t: usize, n: u64, j: usize) -> Vec<u8> {
+    format!("{}{j}", own_prefix(t, n)).into_bytes()
+}
+
+fn shared_key(t: usize, j: usize) -> Vec<u8> {
+    format!("t{t}/shared/{j}").into_bytes()
+}
+
+fn own_value(t: usize, n: u64, j: usize) -> Vec<u8> {
+    let mut v = format!("t{t}n{n}j{j}:").into_bytes();
+    v.resize(120, b'x');
+    v
+}
+
+/// The batch number `n` of thread `t`: own keys in two keyspaces, the shared keys set
+/// to `n`, and every `RANGE_EVERY` batches a range delete of an older batch's keys.
+fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    for j in 0..OWN_KEYS {
+        b.put(default, &own_key(t, n, j), &own_value(t, n, j));
+        b.put(other, &own_key(t, n, j), &own_value(t, n, j));
+    }
+    for j in 0..SHARED_KEYS {
+        b.put(default, &shared_key(t, j), n.to_string().as_bytes());
+    }
+    if n % RANGE_EVERY == 0 && n >= RANGE_EVERY {
+        let p = own_prefix(t, n - RANGE_EVERY);
+        b.delete_range(default, p.as_bytes(), format!("{p}~").as_bytes());
+    }
+    b
+}
+
+/// The last batch of thread `t` in the database, checking that the shared keys agree.
+fn last_batch(db: &Db, t: usize) -> Option<u64> {
+    let vals: Vec<Option<u64>> = (0..SHARED_KEYS)
+        .map(|j| {
+            db.get(&shared_key(t, j))
+                .expect("get")
+                .map(|v| String::from_utf8(v).expect("utf-8").parse().expect("number"))
+        })
+        .collect();
+    assert!(vals.iter().all(|v| *v == vals[0]), "thread {t}: shared keys half-applied: {vals:?}");
+    vals[0]
+}
+
+/// Checks that exactly batches `0..=last` of thread `t` are applied, each in full.
+fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u64) {
+    for n in 0..upto {
+        let applied = last.is_some_and(|l| n <= l);
+        let range_deleted = last.is_some_and(|l| n % RANGE_EVERY == 0 && n + RANGE_EVERY <= l);
+        for j in 0..OWN_KEYS {
+            let k = own_key(t, n, j);
+            let want = applied.then(|| own_value(t, n, j));
+            let want_default = if range_deleted { None } else { want.clone() };
+            assert_eq!(
+                db.get(&k).expect("get"),
+                want_default,
+                "thread {t} batch {n} key {j} in default (last applied batch {last:?})"
+            );
+            assert_eq!(other.get(&k).expect("get"), want, "thread {t} batch {n} key {j} in other (last applied {last:?})");
+        }
+    }
+    // Nothing of any later batch leaked in.
+    let p = format!("t{t}/own/");
+    let stray = db
+        .scan(p.as_bytes()..format!("t{t}/own~").as_bytes())
+        .expect("scan")
+        .map(|r| r.expect("scan item").0)
+        .find(|k| {
+            let n: u64 = std::str::from_utf8(&k[p.len()..p.len() + 8]).expect("utf-8").parse().expect("number");
+            last.is_none_or(|l| n > l)
+        });
+    assert!(stray.is_none(), "thread {t}: key {:?} of an unapplied batch is present", stray.map(|k| String::from_utf8_lossy(&k).into_owned()));
+}
+
+/// The child role: open, resume each thread after its last batch, write until killed.
+#[test]
+fn child_writer() {
+    let Ok(dir) = std::env::var(CHILD_DIR_ENV) else {
+        return; // not running as a child
+    };
+    let sync = parse_sync(&std::env::var(CHILD_SYNC_ENV).expect("sync policy"));
+    let threads: usize = std::env::var(CHILD_THREADS_ENV).expect("threads").parse().expect("number");
+    let db = Db::open(&dir, options(sync)).expect("child open");
+    let other = db.keyspace_or_create("other").expect("other keyspace");
+    let db = &db;
+    let other = &other;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let default = db.default_keyspace();
+                let mut n = last_batch(db, t).map_or(0, |l| l + 1);
+                loop {
+                    db.write(batch(t, n, &default, other)).expect("child write");
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "ACK {t} {n}").expect("stdout");
+                    out.flush().expect("stdout");
+                    n += 1;
+                }
+            });
+        }
+    });
+}
+
+/// Runs the child until a random number of acknowledgements arrived, kills it, and
+/// returns the highest acknowledged batch per thread.
+fn run_and_kill_child(dir: &Path, sync: &str, threads: usize, min_acks: usize) -> BTreeMap<usize, u64> {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut child = Command::new(exe)
+        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env(CHILD_DIR_ENV, dir)
+        .env(CHILD_SYNC_ENV, sync)
+        .env(CHILD_THREADS_ENV, threads.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("ACK ") {
+                let mut it = rest.split(' ');
+                let t: usize = it.next().and_then(|x| x.parse().ok()).expect("thread");
+                let n: u64 = it.next().and_then(|x| x.parse().ok()).expect("batch");
+                if tx.send((t, n)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let target = rand::thread_rng().gen_range(min_acks..min_acks * 4);
+    let mut acked: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut count = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count < target {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok((t, n)) => {
+                acked.insert(t, n);
+                count += 1;
+            }
+            Err(_) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    }
+                    panic!("child exited early with {status}: {err}");
+                }
+                assert!(Instant::now() < deadline, "child made no progress ({count} acks)");
+            }
+        }
+    }
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    // Acknowledgements printed before the kill are still in the pipe.
+    reader.join().expect("stdout reader");
+    while let Ok((t, n)) = rx.try_recv() {
+        acked.insert(t, n);
+    }
+    acked
+}
+
+fn crash_rounds(sync: &str, threads: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = parse_sync(sync);
+    let mut deep = false;
+    let mut prev_last: BTreeMap<usize, Option<u64>> = BTreeMap::new();
+    for round in 0..4 {
+        let acked = run_and_kill_child(dir.path(), sync, threads, 150);
+        assert!(!acked.is_empty(), "round {round}: nothing acknowledged");
+        let db = Db::open(dir.path(), options(policy)).expect("reopen after crash");
+        let other = db.keyspace("other").expect("other keyspace survives the crash");
+        for t in 0..threads {
+            let last = last_batch(&db, t);
+            if let Some(&a) = acked.get(&t) {
+                assert!(last.is_some_and(|l| l >= a), "round {round} thread {t}: acknowledged batch {a} lost (last applied {last:?})");
+            }
+            if let Some(p) = prev_last.get(&t) {
+                assert!(last >= *p, "round {round} thread {t}: went back from {p:?} to {last:?}");
+            }
+            let upto = last.map_or(0, |l| l + 50);
+            check_thread(&db, &other, t, last, upto);
+            prev_last.insert(t, last);
+        }
+        db.wait_for_background().expect("background work after recovery");
+        let stats = db.stats();
+        deep |= stats.keyspaces.iter().any(|k| k.levels.iter().any(|l| l.level > 0 && l.files > 0));
+        db.close().expect("close");
+    }
+    assert!(deep, "the crashed databases never had files below level 0");
+}
+
+#[test]
+fn crash_with_every_batch_sync_loses_no_acknowledged_batch() {
+    crash_rounds("every", 1);
+}
+
+#[test]
+fn crash_with_group_commit_loses_no_acknowledged_batch() {
+    crash_rounds("group", 4);
+}
+
+#[test]
+fn process_crash_without_sync_loses_no_acknowledged_batch() {
+    // SyncPolicy::None promises to survive a process crash (data is in the OS).
+    crash_rounds("none", 2);
+}
+
+fn wal_files(dir: &Path) -> Vec<(u64, std::path::PathBuf)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .filter_map(|p| {
+            let n = p.file_name()?.to_str()?.strip_suffix(".wal")?.parse::<u64>().ok()?;
+            Some((n, p))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        sync: SyncPolicy::EveryBatch,
+        memtable_budget: 8 << 20,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let other = db.create_keyspace("other").expect("keyspace");
+    let default = db.default_keyspace();
+    for n in 0..100 {
+        db.write(batch(0, n, &default, &other)).expect("write");
+    }
+    drop((default, other));
+    db.close().expect("close");
+    assert!(std::fs::read_dir(dir.path()).expect("ls").all(|e| !e.expect("entry").file_name().to_string_lossy().ends_with(".sst")), "nothing should be flushed yet");
+
+    let wals = wal_files(dir.path());
+    let (_, last_wal) = wals.iter().rev().find(|(_, p)| std::fs::metadata(p).expect("stat").len() > 0).expect("a non-empty WAL");
+    let len = std::fs::metadata(last_wal).expect("stat").len();
+    let f = std::fs::OpenOptions::new().write(true).open(last_wal).expect("open WAL");
+    f.set_len(len - 3).expect("truncate");
+    drop(f);
+
+    let db = Db::open(dir.path(), opts.clone()).expect("reopen with a torn WAL tail");
+    let other = db.keyspace("other").expect("other");
+    assert_eq!(last_batch(&db, 0), Some(98), "exactly the last (torn) batch is lost");
+    check_thread(&db, &other, 0, Some(98), 110);
+
+    // The recovered database takes new writes, and they survive another reopen (the
+    // torn log must not be appended to).
+    let default = db.default_keyspace();
+    for n in 99..120 {
+        db.write(batch(0, n, &default, &other)).expect("write after recovery");
+    }
+    drop((default, other));
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts).expect("second reopen");
+    let other = db.keyspace("other").expect("other");
+    assert_eq!(last_batch(&db, 0), Some(119));
+    check_thread(&db, &other, 0, Some(119), 130);
+}
