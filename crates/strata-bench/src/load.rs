@@ -69,7 +69,9 @@ pub fn run(a: &LoadArgs) -> strata::Result<()> {
     }
     let read = t.elapsed();
     if found != reads {
-        return Err(strata::Error::InvalidArgument(format!("only {found} of {reads} keys found")));
+        return Err(strata::Error::InvalidArgument(format!(
+            "only {found} of {reads} keys found"
+        )));
     }
     let s = db.stats();
     let mb = (num as f64 * (16 + a.value_size) as f64) / (1 << 20) as f64;
@@ -81,8 +83,20 @@ pub fn run(a: &LoadArgs) -> strata::Result<()> {
         num as f64 / load.as_secs_f64(),
         mb / load.as_secs_f64()
     );
-    println!("{:<22} {:>12} {:>14} {:>10}", "flush + compaction", "", format!("{:.2}s", settle.as_secs_f64()), "");
-    println!("{:<22} {:>12} {:>14.0} {:>10}", "readrandom", reads, reads as f64 / read.as_secs_f64(), "");
+    println!(
+        "{:<22} {:>12} {:>14} {:>10}",
+        "flush + compaction",
+        "",
+        format!("{:.2}s", settle.as_secs_f64()),
+        ""
+    );
+    println!(
+        "{:<22} {:>12} {:>14.0} {:>10}",
+        "readrandom",
+        reads,
+        reads as f64 / read.as_secs_f64(),
+        ""
+    );
     println!(
         "write amplification {:.2}; {} flushes, {} compactions; {} bytes on disk",
         s.write_amplification,

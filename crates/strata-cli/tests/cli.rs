@@ -191,7 +191,10 @@ fn unknown_keyspace_is_an_error() {
 #[test]
 fn flush_compact_and_stats() {
     let (_t, db) = new_db();
-    put_all(&db, &ABCDE);
+    // Few commands before the first check: every open replays the WAL into a level-0
+    // table, and four of those would let a background compaction drop the tombstone.
+    ok(&db, &["put", "a", "1"]);
+    ok(&db, &["put", "b", "2"]);
     ok(&db, &["del", "a"]);
     ok(&db, &["flush"]);
     assert!(!sst_files(&db).is_empty(), "flush writes SSTables");
@@ -214,15 +217,16 @@ fn flush_compact_and_stats() {
 
     ok(&db, &["compact"]);
     let json = ok(&db, &["stats", "--json"]);
-    // Fully compacted: the 4 live keys, no tombstones, nothing left in level 0.
-    assert!(json.contains("\"entries\":4,\"tombstones\":0,\"levels\""), "{json}");
+    // Fully compacted: the one live key, no tombstones, nothing left in level 0.
+    assert!(json.contains("\"entries\":1,\"tombstones\":0,\"levels\""), "{json}");
     assert!(json.contains("{\"level\":0,\"runs\":0,\"files\":0,"), "{json}");
-    assert_eq!(ok(&db, &["scan", "--keys-only"]), "b\nc\nd\ne\n");
+    assert_eq!(ok(&db, &["scan"]), "b\t2\n");
 
-    ok(&db, &["put", "f", "6"]);
+    ok(&db, &["put", "c", "3"]);
     ok(&db, &["compact", "--keyspace", "default"]);
-    assert!(ok(&db, &["stats", "--json"]).contains("\"entries\":5,\"tombstones\":0,\"levels\""));
-    assert_eq!(ok(&db, &["get", "f"]), "6\n");
+    let json = ok(&db, &["stats", "--json"]);
+    assert!(json.contains("\"entries\":2,\"tombstones\":0,\"levels\""), "{json}");
+    assert_eq!(ok(&db, &["scan", "--keys-only"]), "b\nc\n");
 }
 
 #[test]

@@ -205,7 +205,8 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         if self.count == 0 && other.count > 0 && other.rep.first().is_some_and(|t| t & SHARES_SEQ != 0) {
             // Cannot happen through the public API: a batch never starts sharing.
-            self.error.get_or_insert_with(|| "appended batch starts with a shared seqno".into());
+            self.error
+                .get_or_insert_with(|| "appended batch starts with a shared seqno".into());
         }
         self.rep.extend_from_slice(&other.rep);
         self.count += other.count;
@@ -373,7 +374,14 @@ mod tests {
         assert_eq!(seq, 42);
         let ops: Vec<_> = back.ops().collect::<std::result::Result<_, _>>().expect("ops");
         assert_eq!(ops.len(), 4);
-        assert_eq!(ops[3], BatchOp::DeferredDelete { keyspace: 4, key: b"s", seq: 77 });
+        assert_eq!(
+            ops[3],
+            BatchOp::DeferredDelete {
+                keyspace: 4,
+                key: b"s",
+                seq: 77
+            }
+        );
         assert!(WriteBatch::decode_record(&rec[..rec.len() - 1]).is_err());
         assert_eq!(back.seq_count(), 4);
     }

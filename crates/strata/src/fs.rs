@@ -107,7 +107,9 @@ impl RandomAccessFile for RealRandomAccess {
             ));
         }
         let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, offset).map_err(|e| Error::io(&self.path, e))?;
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| Error::io(&self.path, e))?;
         Ok(buf)
     }
     fn size(&self) -> u64 {
@@ -128,7 +130,10 @@ impl FileSystem for RealFs {
         }))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new().append(true).open(path).map_err(|e| Error::io(path, e))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         Ok(Box::new(RealWritable {
             path: path.to_path_buf(),

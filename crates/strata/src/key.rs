@@ -151,7 +151,10 @@ mod tests {
         assert_eq!(compare_internal(&a1, &last_key_of(b"a")), Ordering::Less);
         // A shorter user key that is a prefix sorts first regardless of trailer bytes.
         assert_eq!(
-            compare_internal(&internal_key(b"a", 0, ValueKind::Delete), &internal_key(b"a\0", 9, ValueKind::Put)),
+            compare_internal(
+                &internal_key(b"a", 0, ValueKind::Delete),
+                &internal_key(b"a\0", 9, ValueKind::Put)
+            ),
             Ordering::Less
         );
     }

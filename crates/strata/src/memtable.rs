@@ -111,7 +111,8 @@ impl MemTable {
     pub fn add(&self, ks: u32, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         let mut ikey = Vec::with_capacity(key.len() + 8);
         encode_internal_key(&mut ikey, key, seq, kind);
-        self.bytes.fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
+        self.bytes
+            .fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
         self.entries.fetch_add(1, AtOrd::Relaxed);
         if kind.is_tombstone() {
             self.tombstones.fetch_add(1, AtOrd::Relaxed);
@@ -131,7 +132,8 @@ impl MemTable {
 
     /// Inserts a range tombstone.
     pub fn add_range_delete(&self, ks: u32, start: &[u8], end: &[u8], seq: SeqNo) {
-        self.bytes.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
+        self.bytes
+            .fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
         self.max_seq.fetch_max(seq, AtOrd::Relaxed);
         self.range_dels.write().push((
             ks,
@@ -261,7 +263,10 @@ impl InternalIterator for MemTableIter {
     }
     fn seek_to_last(&mut self) -> Result<()> {
         let e = match self.ks.checked_add(1) {
-            Some(n) => self.mem.map.upper_bound(Bound::Excluded(&MemKey { ks: n, ikey: Box::new([]) })),
+            Some(n) => self.mem.map.upper_bound(Bound::Excluded(&MemKey {
+                ks: n,
+                ikey: Box::new([]),
+            })),
             None => self.mem.map.back(),
         };
         let cur = owned(e, self.ks);
@@ -286,7 +291,7 @@ impl InternalIterator for MemTableIter {
         if let Some((k, _)) = self.cur.take() {
             let e = self.mem.map.lower_bound(Bound::Excluded(&k));
             let cur = owned(e, self.ks);
-        self.cur = cur;
+            self.cur = cur;
         }
         Ok(())
     }
@@ -294,7 +299,7 @@ impl InternalIterator for MemTableIter {
         if let Some((k, _)) = self.cur.take() {
             let e = self.mem.map.upper_bound(Bound::Excluded(&k));
             let cur = owned(e, self.ks);
-        self.cur = cur;
+            self.cur = cur;
         }
         Ok(())
     }

@@ -71,10 +71,7 @@ impl RangeDelIndex {
     /// The highest seqno of a tombstone covering `key`, if any.
     pub fn covering_seq(&self, key: &[u8]) -> Option<SeqNo> {
         let i = self.frags.partition_point(|f| f.1.as_slice() <= key);
-        self.frags
-            .get(i)
-            .filter(|f| f.0.as_slice() <= key)
-            .map(|f| f.2)
+        self.frags.get(i).filter(|f| f.0.as_slice() <= key).map(|f| f.2)
     }
 
     /// True when the version `(key, seq)` is deleted by a tombstone.

@@ -48,7 +48,10 @@ fn group_value(c: u64) -> Vec<u8> {
 }
 
 fn counter_of(v: &[u8]) -> u64 {
-    std::str::from_utf8(&v[..10]).expect("ascii counter").parse().expect("counter")
+    std::str::from_utf8(&v[..10])
+        .expect("ascii counter")
+        .parse()
+        .expect("counter")
 }
 
 /// Group (writer, group) -> counter, or `None` for "all keys absent". Panics when a
@@ -58,8 +61,16 @@ type View = BTreeMap<(usize, usize), Option<u64>>;
 fn parse_key(k: &[u8]) -> (usize, usize) {
     let s = std::str::from_utf8(k).expect("utf-8 key");
     let mut parts = s.split('/');
-    let w = parts.next().and_then(|p| p.strip_prefix('w')).and_then(|p| p.parse().ok()).expect("writer");
-    let g = parts.next().and_then(|p| p.strip_prefix('g')).and_then(|p| p.parse().ok()).expect("group");
+    let w = parts
+        .next()
+        .and_then(|p| p.strip_prefix('w'))
+        .and_then(|p| p.parse().ok())
+        .expect("writer");
+    let g = parts
+        .next()
+        .and_then(|p| p.strip_prefix('g'))
+        .and_then(|p| p.parse().ok())
+        .expect("group");
     (w, g)
 }
 
@@ -67,7 +78,12 @@ fn parse_key(k: &[u8]) -> (usize, usize) {
 /// value) and condenses it to a view.
 fn view_of(entries: &[(Vec<u8>, Vec<u8>)], what: &str) -> View {
     for w in entries.windows(2) {
-        assert!(w[0].0 < w[1].0, "{what}: keys not strictly increasing: {:?} then {:?}", String::from_utf8_lossy(&w[0].0), String::from_utf8_lossy(&w[1].0));
+        assert!(
+            w[0].0 < w[1].0,
+            "{what}: keys not strictly increasing: {:?} then {:?}",
+            String::from_utf8_lossy(&w[0].0),
+            String::from_utf8_lossy(&w[1].0)
+        );
     }
     let mut groups: BTreeMap<(usize, usize), Vec<u64>> = BTreeMap::new();
     for (k, v) in entries {
@@ -79,8 +95,17 @@ fn view_of(entries: &[(Vec<u8>, Vec<u8>)], what: &str) -> View {
             let c = match groups.get(&(w, g)) {
                 None => None,
                 Some(cs) => {
-                    assert_eq!(cs.len(), KEYS_PER_GROUP, "{what}: group {} half-applied: {cs:?}", group_prefix(w, g));
-                    assert!(cs.iter().all(|c| *c == cs[0]), "{what}: group {} has mixed values {cs:?}", group_prefix(w, g));
+                    assert_eq!(
+                        cs.len(),
+                        KEYS_PER_GROUP,
+                        "{what}: group {} half-applied: {cs:?}",
+                        group_prefix(w, g)
+                    );
+                    assert!(
+                        cs.iter().all(|c| *c == cs[0]),
+                        "{what}: group {} has mixed values {cs:?}",
+                        group_prefix(w, g)
+                    );
                     Some(cs[0])
                 }
             };
@@ -91,7 +116,10 @@ fn view_of(entries: &[(Vec<u8>, Vec<u8>)], what: &str) -> View {
 }
 
 fn scan_all(snap: &Snapshot, ks: &Keyspace) -> Vec<(Vec<u8>, Vec<u8>)> {
-    snap.scan(ks, ..).expect("scan").collect::<Result<Vec<_>, _>>().expect("scan item")
+    snap.scan(ks, ..)
+        .expect("scan")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("scan item")
 }
 
 /// Writer `w`: its counter increases with every batch, so a group's value only grows.
@@ -150,16 +178,39 @@ fn reader(db: &Db, stop: &AtomicBool, checks: &AtomicU64, seed: u64) {
         // Give writers and compactions time to move things, then read the snapshot again.
         thread::sleep(Duration::from_millis(rng.gen_range(0..20)));
         let second = scan_all(&snap, &ks);
-        assert!(first == second, "snapshot at seq {} changed between two scans", snap.seq());
-        let mut back: Vec<_> = snap.scan(&ks, ..).expect("scan").rev().collect::<Result<_, _>>().expect("scan item");
+        assert!(
+            first == second,
+            "snapshot at seq {} changed between two scans",
+            snap.seq()
+        );
+        let mut back: Vec<_> = snap
+            .scan(&ks, ..)
+            .expect("scan")
+            .rev()
+            .collect::<Result<_, _>>()
+            .expect("scan item");
         back.reverse();
-        assert!(first == back, "snapshot at seq {}: reverse scan differs from forward scan", snap.seq());
+        assert!(
+            first == back,
+            "snapshot at seq {}: reverse scan differs from forward scan",
+            snap.seq()
+        );
         // Point reads agree with the scan.
         for _ in 0..20 {
-            let (w, g, k) = (rng.gen_range(0..WRITERS), rng.gen_range(0..GROUPS_PER_WRITER), rng.gen_range(0..KEYS_PER_GROUP));
+            let (w, g, k) = (
+                rng.gen_range(0..WRITERS),
+                rng.gen_range(0..GROUPS_PER_WRITER),
+                rng.gen_range(0..KEYS_PER_GROUP),
+            );
             let got = snap.get(&ks, &group_key(w, g, k)).expect("get");
             let want = view[&(w, g)].map(group_value);
-            assert_eq!(got, want, "snapshot at seq {}: get of {} disagrees with its scan", snap.seq(), String::from_utf8_lossy(&group_key(w, g, k)));
+            assert_eq!(
+                got,
+                want,
+                "snapshot at seq {}: get of {} disagrees with its scan",
+                snap.seq(),
+                String::from_utf8_lossy(&group_key(w, g, k))
+            );
         }
         // A bounded scan over one group sees it whole.
         let (w, g) = (rng.gen_range(0..WRITERS), rng.gen_range(0..GROUPS_PER_WRITER));
@@ -170,7 +221,11 @@ fn reader(db: &Db, stop: &AtomicBool, checks: &AtomicU64, seed: u64) {
             .collect::<Result<_, _>>()
             .expect("scan item");
         let pv = view_of(&part, "group scan");
-        assert_eq!(pv[&(w, g)], view[&(w, g)], "group scan of {p} disagrees with the full scan");
+        assert_eq!(
+            pv[&(w, g)],
+            view[&(w, g)],
+            "group scan of {p} disagrees with the full scan"
+        );
         prev = Some(view);
         checks.fetch_add(1, Ordering::Relaxed);
     }
@@ -181,7 +236,12 @@ fn plain_scanner(db: &Db, stop: &AtomicBool, checks: &AtomicU64) {
     while !stop.load(Ordering::Relaxed) {
         let entries: Vec<_> = db.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item");
         view_of(&entries, "db.scan");
-        let mut rev: Vec<_> = db.scan(..).expect("scan").rev().collect::<Result<_, _>>().expect("scan item");
+        let mut rev: Vec<_> = db
+            .scan(..)
+            .expect("scan")
+            .rev()
+            .collect::<Result<_, _>>()
+            .expect("scan item");
         rev.reverse();
         view_of(&rev, "db.scan().rev()");
         checks.fetch_add(1, Ordering::Relaxed);
@@ -234,10 +294,16 @@ fn snapshots_are_atomic_and_repeatable_under_concurrent_writes_and_compactions()
     while start.elapsed() < RUN_FOR {
         thread::sleep(Duration::from_millis(50));
         let stats = db.stats();
-        saw_deep_levels |= stats.keyspaces.iter().any(|k| k.levels.iter().any(|l| l.level > 0 && l.files > 0));
+        saw_deep_levels |= stats
+            .keyspaces
+            .iter()
+            .any(|k| k.levels.iter().any(|l| l.level > 0 && l.files > 0));
     }
     stop.store(true, Ordering::Relaxed);
-    let results: Vec<(View, u64)> = writers.into_iter().map(|h| h.join().expect("writer panicked")).collect();
+    let results: Vec<(View, u64)> = writers
+        .into_iter()
+        .map(|h| h.join().expect("writer panicked"))
+        .collect();
     for r in readers {
         r.join().expect("reader panicked");
     }
@@ -245,9 +311,16 @@ fn snapshots_are_atomic_and_repeatable_under_concurrent_writes_and_compactions()
     maintenance.join().expect("maintenance panicked");
 
     let stats = db.stats();
-    assert!(stats.flushes > 0 && stats.compactions > 0, "no background work happened:\n{stats}");
+    assert!(
+        stats.flushes > 0 && stats.compactions > 0,
+        "no background work happened:\n{stats}"
+    );
     assert!(saw_deep_levels, "no file ever reached a level > 0:\n{stats}");
-    assert!(checks.load(Ordering::Relaxed) >= 10, "readers checked only {} snapshots", checks.load(Ordering::Relaxed));
+    assert!(
+        checks.load(Ordering::Relaxed) >= 10,
+        "readers checked only {} snapshots",
+        checks.load(Ordering::Relaxed)
+    );
     assert!(scans.load(Ordering::Relaxed) >= 5);
     let batches: u64 = results.iter().map(|r| r.1).sum();
     assert!(batches >= 500, "writers committed only {batches} batches");
@@ -266,5 +339,8 @@ fn snapshots_are_atomic_and_repeatable_under_concurrent_writes_and_compactions()
     let db = Db::open(dir.path(), options()).expect("reopen");
     let ks = db.default_keyspace();
     let reopened = view_of(&scan_all(&db.snapshot(), &ks), "scan after reopen");
-    assert_eq!(reopened, expected, "state after reopen differs from the writers' last writes");
+    assert_eq!(
+        reopened, expected,
+        "state after reopen differs from the writers' last writes"
+    );
 }

@@ -31,7 +31,11 @@ proptest! {
 #[test]
 fn leveling_deep_run_reaches_lower_levels() {
     let h = run_deep(leveling(), 3, 2500, 0x5eed_0001);
-    assert!(h.max_level_seen >= 2, "files never reached level 2 (deepest level {})", h.max_level_seen);
+    assert!(
+        h.max_level_seen >= 2,
+        "files never reached level 2 (deepest level {})",
+        h.max_level_seen
+    );
     assert_eq!(h.max_runs_seen, 1, "a leveled level > 0 held {} runs", h.max_runs_seen);
     assert!(h.reopens >= 2);
 }

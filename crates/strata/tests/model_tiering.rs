@@ -47,13 +47,29 @@ proptest! {
 #[test]
 fn tiering_deep_run_builds_tiers() {
     let h = run_deep(tiering(), 3, 2500, 0x5eed_0002);
-    assert!(h.max_level_seen >= 2, "files never reached level 2 (deepest level {})", h.max_level_seen);
-    assert!(h.max_runs_seen >= 2, "no level > 0 ever held more than {} run", h.max_runs_seen);
+    assert!(
+        h.max_level_seen >= 2,
+        "files never reached level 2 (deepest level {})",
+        h.max_level_seen
+    );
+    assert!(
+        h.max_runs_seen >= 2,
+        "no level > 0 ever held more than {} run",
+        h.max_runs_seen
+    );
 }
 
 #[test]
 fn lazy_leveling_deep_run_reaches_lower_levels() {
     let h = run_deep(lazy_leveling(), 3, 2500, 0x5eed_0003);
-    assert!(h.max_level_seen >= 2, "files never reached level 2 (deepest level {})", h.max_level_seen);
-    assert!(h.max_runs_seen >= 2, "no tiered level > 0 ever held more than {} run", h.max_runs_seen);
+    assert!(
+        h.max_level_seen >= 2,
+        "files never reached level 2 (deepest level {})",
+        h.max_level_seen
+    );
+    assert!(
+        h.max_runs_seen >= 2,
+        "no tiered level > 0 ever held more than {} run",
+        h.max_runs_seen
+    );
 }

@@ -90,7 +90,10 @@ fn last_batch(db: &Db, t: usize) -> Option<u64> {
                 .map(|v| String::from_utf8(v).expect("utf-8").parse().expect("number"))
         })
         .collect();
-    assert!(vals.iter().all(|v| *v == vals[0]), "thread {t}: shared keys half-applied: {vals:?}");
+    assert!(
+        vals.iter().all(|v| *v == vals[0]),
+        "thread {t}: shared keys half-applied: {vals:?}"
+    );
     vals[0]
 }
 
@@ -108,7 +111,11 @@ fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u6
                 want_default,
                 "thread {t} batch {n} key {j} in default (last applied batch {last:?})"
             );
-            assert_eq!(other.get(&k).expect("get"), want, "thread {t} batch {n} key {j} in other (last applied {last:?})");
+            assert_eq!(
+                other.get(&k).expect("get"),
+                want,
+                "thread {t} batch {n} key {j} in other (last applied {last:?})"
+            );
         }
     }
     // Nothing of any later batch leaked in.
@@ -118,10 +125,17 @@ fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u6
         .expect("scan")
         .map(|r| r.expect("scan item").0)
         .find(|k| {
-            let n: u64 = std::str::from_utf8(&k[p.len()..p.len() + 8]).expect("utf-8").parse().expect("number");
+            let n: u64 = std::str::from_utf8(&k[p.len()..p.len() + 8])
+                .expect("utf-8")
+                .parse()
+                .expect("number");
             last.is_none_or(|l| n > l)
         });
-    assert!(stray.is_none(), "thread {t}: key {:?} of an unapplied batch is present", stray.map(|k| String::from_utf8_lossy(&k).into_owned()));
+    assert!(
+        stray.is_none(),
+        "thread {t}: key {:?} of an unapplied batch is present",
+        stray.map(|k| String::from_utf8_lossy(&k).into_owned())
+    );
 }
 
 /// The child role: open, resume each thread after its last batch, write until killed.
@@ -131,7 +145,10 @@ fn child_writer() {
         return; // not running as a child
     };
     let sync = parse_sync(&std::env::var(CHILD_SYNC_ENV).expect("sync policy"));
-    let threads: usize = std::env::var(CHILD_THREADS_ENV).expect("threads").parse().expect("number");
+    let threads: usize = std::env::var(CHILD_THREADS_ENV)
+        .expect("threads")
+        .parse()
+        .expect("number");
     let db = Db::open(&dir, options(sync)).expect("child open");
     let other = db.keyspace_or_create("other").expect("other keyspace");
     let db = &db;
@@ -226,7 +243,10 @@ fn crash_rounds(sync: &str, threads: usize) {
         for t in 0..threads {
             let last = last_batch(&db, t);
             if let Some(&a) = acked.get(&t) {
-                assert!(last.is_some_and(|l| l >= a), "round {round} thread {t}: acknowledged batch {a} lost (last applied {last:?})");
+                assert!(
+                    last.is_some_and(|l| l >= a),
+                    "round {round} thread {t}: acknowledged batch {a} lost (last applied {last:?})"
+                );
             }
             if let Some(p) = prev_last.get(&t) {
                 assert!(last >= *p, "round {round} thread {t}: went back from {p:?} to {last:?}");
@@ -237,7 +257,10 @@ fn crash_rounds(sync: &str, threads: usize) {
         }
         db.wait_for_background().expect("background work after recovery");
         let stats = db.stats();
-        deep |= stats.keyspaces.iter().any(|k| k.levels.iter().any(|l| l.level > 0 && l.files > 0));
+        deep |= stats
+            .keyspaces
+            .iter()
+            .any(|k| k.levels.iter().any(|l| l.level > 0 && l.files > 0));
         db.close().expect("close");
     }
     assert!(deep, "the crashed databases never had files below level 0");
@@ -288,12 +311,26 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     }
     drop((default, other));
     db.close().expect("close");
-    assert!(std::fs::read_dir(dir.path()).expect("ls").all(|e| !e.expect("entry").file_name().to_string_lossy().ends_with(".sst")), "nothing should be flushed yet");
+    assert!(
+        std::fs::read_dir(dir.path()).expect("ls").all(|e| !e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".sst")),
+        "nothing should be flushed yet"
+    );
 
     let wals = wal_files(dir.path());
-    let (_, last_wal) = wals.iter().rev().find(|(_, p)| std::fs::metadata(p).expect("stat").len() > 0).expect("a non-empty WAL");
+    let (_, last_wal) = wals
+        .iter()
+        .rev()
+        .find(|(_, p)| std::fs::metadata(p).expect("stat").len() > 0)
+        .expect("a non-empty WAL");
     let len = std::fs::metadata(last_wal).expect("stat").len();
-    let f = std::fs::OpenOptions::new().write(true).open(last_wal).expect("open WAL");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(last_wal)
+        .expect("open WAL");
     f.set_len(len - 3).expect("truncate");
     drop(f);
 

@@ -81,7 +81,13 @@ pub fn run_compaction(
         children.push(Box::new(RunIter::new(input.files.clone(), ctx.table_cache.clone())));
     }
     let mut rules = DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels);
-    let mut out = OutputWriter::new(ctx.clone(), task.keyspace, level, output_run, rules.surviving_range_dels());
+    let mut out = OutputWriter::new(
+        ctx.clone(),
+        task.keyspace,
+        level,
+        output_run,
+        rules.surviving_range_dels(),
+    );
     if let Some(t) = oldest_tombstone {
         out.note_tombstone_time(t);
     }
@@ -91,7 +97,11 @@ pub fn run_compaction(
         let ikey = merge.key();
         let p = parse_internal_key(ikey).ok_or_else(|| {
             let f = task.files().next().map(|f| f.number()).unwrap_or(0);
-            Error::corruption(ctx.dir.join(crate::sstable::table_file_name(f)), 0, "undecodable internal key during compaction")
+            Error::corruption(
+                ctx.dir.join(crate::sstable::table_file_name(f)),
+                0,
+                "undecodable internal key during compaction",
+            )
         })?;
         match rules.decide(&p) {
             Decision::Keep => out.add(ikey, merge.value())?,
@@ -108,4 +118,3 @@ pub fn run_compaction(
     result.edit.new_files.extend(files);
     Ok(result)
 }
-

@@ -97,10 +97,9 @@ impl OutputWriter {
     /// Appends an entry. REQUIRES: internal keys strictly increasing.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let uk = user_key(ikey);
-        let cut = self
-            .cur
-            .as_ref()
-            .is_some_and(|c| c.builder.estimated_size() >= self.ctx.target_file_size && uk != self.last_user_key.as_slice());
+        let cut = self.cur.as_ref().is_some_and(|c| {
+            c.builder.estimated_size() >= self.ctx.target_file_size && uk != self.last_user_key.as_slice()
+        });
         if cut {
             self.finish_file(Some(uk.to_vec()))?;
         }
@@ -152,7 +151,11 @@ impl OutputWriter {
                 entries: props.entries,
                 tombstones,
                 range_tombstones: props.range_deletes,
-                oldest_tombstone_time: if tombstones > 0 { props.oldest_tombstone_time } else { None },
+                oldest_tombstone_time: if tombstones > 0 {
+                    props.oldest_tombstone_time
+                } else {
+                    None
+                },
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
             },
         });

@@ -105,7 +105,13 @@ pub struct CompactionPicker {
 
 impl CompactionPicker {
     /// The most urgent compaction over all keyspaces not `paused`, avoiding `busy` files.
-    pub fn pick(&mut self, version: &Version, opts: &Options, busy: &HashSet<u64>, paused: &HashSet<u32>) -> Option<CompactionTask> {
+    pub fn pick(
+        &mut self,
+        version: &Version,
+        opts: &Options,
+        busy: &HashSet<u64>,
+        paused: &HashSet<u32>,
+    ) -> Option<CompactionTask> {
         let mut candidates: Vec<(f64, u32, usize)> = Vec::new();
         for ks in version.keyspaces.values() {
             if paused.contains(&ks.id) {
@@ -135,7 +141,13 @@ impl CompactionPicker {
         None
     }
 
-    fn pick_level(&mut self, ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+    fn pick_level(
+        &mut self,
+        ks: &KeyspaceVersion,
+        li: usize,
+        opts: &Options,
+        busy: &HashSet<u64>,
+    ) -> Option<CompactionTask> {
         let last = ks.last_level();
         let level = ks.levels.get(li)?;
         let is_busy = |f: &Arc<TableFile>| busy.contains(&f.number());
@@ -152,7 +164,11 @@ impl CompactionPicker {
                     inputs: level
                         .runs
                         .iter()
-                        .map(|r| InputRun { level: li, run: r.id, files: r.files.clone() })
+                        .map(|r| InputRun {
+                            level: li,
+                            run: r.id,
+                            files: r.files.clone(),
+                        })
                         .collect(),
                     output_level: li + 1,
                     output_run: Some(run.id),
@@ -170,12 +186,24 @@ impl CompactionPicker {
         let inputs: Vec<InputRun> = level
             .runs
             .iter()
-            .map(|r| InputRun { level: li, run: r.id, files: r.files.clone() })
+            .map(|r| InputRun {
+                level: li,
+                run: r.id,
+                files: r.files.clone(),
+            })
             .collect();
         let out = li + 1;
         let out_is_last = out >= last;
         let out_leveled = opts.runs_per_level == 1 || (opts.lazy_leveling && out_is_last && out == last);
-        self.into_next_level(ks, inputs, out, out_leveled, opts, busy, if li == 0 { "l0" } else { "tiered" })
+        self.into_next_level(
+            ks,
+            inputs,
+            out,
+            out_leveled,
+            opts,
+            busy,
+            if li == 0 { "l0" } else { "tiered" },
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -201,7 +229,11 @@ impl CompactionPicker {
                         return None;
                     }
                     if !over.is_empty() {
-                        inputs.push(InputRun { level: out, run: run.id, files: over });
+                        inputs.push(InputRun {
+                            level: out,
+                            run: run.id,
+                            files: over,
+                        });
                     }
                 }
             }
@@ -222,7 +254,13 @@ impl CompactionPicker {
         })
     }
 
-    fn pick_leveled_file(&mut self, ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) -> Option<CompactionTask> {
+    fn pick_leveled_file(
+        &mut self,
+        ks: &KeyspaceVersion,
+        li: usize,
+        opts: &Options,
+        busy: &HashSet<u64>,
+    ) -> Option<CompactionTask> {
         let level = ks.levels.get(li)?;
         let run = level.runs.first()?;
         let cursor = self.cursors.get(&(ks.id, li)).cloned().unwrap_or_default();
@@ -233,7 +271,11 @@ impl CompactionPicker {
             if busy.contains(&f.number()) {
                 continue;
             }
-            let inputs = vec![InputRun { level: li, run: run.id, files: vec![f.clone()] }];
+            let inputs = vec![InputRun {
+                level: li,
+                run: run.id,
+                files: vec![f.clone()],
+            }];
             if let Some(t) = self.into_next_level(ks, inputs, li + 1, true, opts, busy, "leveled") {
                 self.cursors.insert((ks.id, li), f.meta.largest.clone());
                 return Some(t);
@@ -252,7 +294,12 @@ fn pairwise_disjoint(inputs: &[InputRun]) -> bool {
 /// A manual compaction of everything overlapping `[lo, hi]` (closed under overlap) in
 /// one keyspace, into its deepest level. `None` if the keyspace is empty there or a
 /// needed file is busy.
-pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, busy: &HashSet<u64>) -> Result<Option<CompactionTask>, ()> {
+pub fn manual_task(
+    ks: &KeyspaceVersion,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    busy: &HashSet<u64>,
+) -> Result<Option<CompactionTask>, ()> {
     let (mut lo, mut hi) = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
     let mut chosen: HashSet<u64> = HashSet::new();
     loop {
@@ -280,9 +327,18 @@ pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, b
     let mut inputs = Vec::new();
     for (li, level) in ks.levels.iter().enumerate() {
         for run in &level.runs {
-            let files: Vec<_> = run.files.iter().filter(|f| chosen.contains(&f.number())).cloned().collect();
+            let files: Vec<_> = run
+                .files
+                .iter()
+                .filter(|f| chosen.contains(&f.number()))
+                .cloned()
+                .collect();
             if !files.is_empty() {
-                inputs.push(InputRun { level: li, run: run.id, files });
+                inputs.push(InputRun {
+                    level: li,
+                    run: run.id,
+                    files,
+                });
             }
         }
     }

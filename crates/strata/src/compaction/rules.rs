@@ -58,7 +58,12 @@ pub struct DropRules {
 impl DropRules {
     /// `snapshots` must be sorted ascending; `range_dels` are all range tombstones of
     /// the inputs.
-    pub fn new(snapshots: Vec<SeqNo>, bottommost: bool, keep_shadowed_tombstones: bool, range_dels: Vec<RangeTombstone>) -> Self {
+    pub fn new(
+        snapshots: Vec<SeqNo>,
+        bottommost: bool,
+        keep_shadowed_tombstones: bool,
+        range_dels: Vec<RangeTombstone>,
+    ) -> Self {
         DropRules {
             snapshots,
             bottommost,
@@ -91,7 +96,11 @@ impl DropRules {
         let stripe = self.stripe(p.seq);
         let is_put = p.kind == ValueKind::Put;
         if !self.range_dels.is_empty() && self.range_deleted(p.user_key, p.seq, stripe) {
-            return if is_put { Decision::DropPut } else { Decision::DropTombstone };
+            return if is_put {
+                Decision::DropPut
+            } else {
+                Decision::DropTombstone
+            };
         }
         if self.last_stripe == Some(stripe) {
             return if is_put {
@@ -140,7 +149,10 @@ mod tests {
     #[test]
     fn deferred_delete_annihilates_its_put_at_bottom() {
         let mut r = DropRules::new(vec![], true, true, vec![]);
-        assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::DropTombstone);
+        assert_eq!(
+            r.decide(&p(b"k", 7, ValueKind::DeferredDelete)),
+            Decision::DropTombstone
+        );
         assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
         // Above the bottom the deferred delete stays, its put goes.
         let mut r = DropRules::new(vec![], false, true, vec![]);
@@ -159,14 +171,27 @@ mod tests {
 
     #[test]
     fn range_tombstone_drops_covered_entries_in_its_stripe() {
-        let rt = RangeTombstone { start: b"a".to_vec(), end: b"m".to_vec(), seq: 20 };
+        let rt = RangeTombstone {
+            start: b"a".to_vec(),
+            end: b"m".to_vec(),
+            seq: 20,
+        };
         let mut r = DropRules::new(vec![10], false, false, vec![rt]);
         assert_eq!(r.decide(&p(b"c", 15, ValueKind::Put)), Decision::DropPut);
         // Seq 5 is visible to snapshot 10, which the tombstone (20) is not.
         assert_eq!(r.decide(&p(b"c", 5, ValueKind::Put)), Decision::Keep);
         assert_eq!(r.decide(&p(b"z", 15, ValueKind::Put)), Decision::Keep);
         assert_eq!(r.surviving_range_dels().len(), 1);
-        let r = DropRules::new(vec![], true, false, vec![RangeTombstone { start: b"a".to_vec(), end: b"b".to_vec(), seq: 3 }]);
+        let r = DropRules::new(
+            vec![],
+            true,
+            false,
+            vec![RangeTombstone {
+                start: b"a".to_vec(),
+                end: b"b".to_vec(),
+                seq: 3,
+            }],
+        );
         assert!(r.surviving_range_dels().is_empty());
     }
 }

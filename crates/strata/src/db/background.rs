@@ -10,17 +10,17 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use super::stats::Counters;
 use super::DbInner;
+use super::stats::Counters;
 use crate::compaction::picker::manual_task;
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::{
-    CompactionTask, Decision, DeferredDeleteCollector, DeferredRegistry, DropRules, DropSink, JobContext, NoSink, OutputWriter,
-    run_compaction,
+    CompactionTask, Decision, DeferredDeleteCollector, DeferredRegistry, DropRules, DropSink, JobContext, NoSink,
+    OutputWriter, run_compaction,
 };
+use crate::error::{Error, Result};
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
-use crate::error::{Error, Result};
 use crate::key::{SeqNo, parse_internal_key};
 use crate::memtable::MemTable;
 use crate::version::{Version, VersionEdit};
@@ -104,7 +104,8 @@ fn flush_keyspace(
         out.note_tombstone_time(mem.created_at());
     }
     let mut emit = |ikey: &[u8], value: &[u8], out: &mut OutputWriter| -> Result<()> {
-        let p = parse_internal_key(ikey).ok_or_else(|| Error::InvalidArgument("memtable holds an undecodable key".into()))?;
+        let p = parse_internal_key(ikey)
+            .ok_or_else(|| Error::InvalidArgument("memtable holds an undecodable key".into()))?;
         match rules.decide(&p) {
             Decision::Keep => out.add(ikey, value),
             Decision::DropPut => sink.dropped_put(p.user_key, p.seq, value),
@@ -193,7 +194,15 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     let run = inner.versions.lock().new_file_number();
     let snapshots = inner.snapshot_list();
     let registry = inner.registry();
-    let mut res = flush_memtable(&inner.job_ctx, &mem, &sv.version, &snapshots, run, &registry, inner.opts.deferred_sort_memory)?;
+    let mut res = flush_memtable(
+        &inner.job_ctx,
+        &mem,
+        &sv.version,
+        &snapshots,
+        run,
+        &registry,
+        inner.opts.deferred_sort_memory,
+    )?;
     res.edit.log_number = Some(next_wal);
     inner.install_edit(res.edit, Some(&mem))?;
     inner.count_deferred(&res.deferred);
@@ -224,7 +233,8 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let keep = registry.secondaries.contains(&task.keyspace);
     let (mut result, deferred) = match registry.primaries.get(&task.keyspace) {
         Some(indexer) if !task.trivial_move => {
-            let mut sink = DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory);
+            let mut sink =
+                DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory);
             let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut sink)?;
             let mut counts = BTreeMap::new();
             for (sec, (n, stream)) in sink.finish()? {
@@ -243,7 +253,10 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             }
             (result, counts)
         }
-        _ => (run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut NoSink)?, BTreeMap::new()),
+        _ => (
+            run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut NoSink)?,
+            BTreeMap::new(),
+        ),
     };
     // On failure the outputs stay: a failed manifest append may still have reached
     // the disk, and unreferenced files are swept at the next open.
@@ -313,7 +326,11 @@ impl DbInner {
             let idle = sv.imm.is_empty()
                 && !bg.flushing
                 && bg.busy.is_empty()
-                && self.picker.lock().pick(&sv.version, &self.opts, &bg.busy, &bg.paused).is_none();
+                && self
+                    .picker
+                    .lock()
+                    .pick(&sv.version, &self.opts, &bg.busy, &bg.paused)
+                    .is_none();
             if idle {
                 return Ok(());
             }
@@ -322,4 +339,3 @@ impl DbInner {
         }
     }
 }
-

@@ -29,7 +29,10 @@ pub struct Keyspace {
 
 impl std::fmt::Debug for Keyspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keyspace").field("name", &self.name).field("id", &self.id).finish()
+        f.debug_struct("Keyspace")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .finish()
     }
 }
 

@@ -90,8 +90,12 @@ pub(crate) struct DbInner {
     pub picker: Mutex<CompactionPicker>,
     pub counters: stats::Counters,
     pub job_ctx: JobContext,
-    /// Which keyspaces take part in deferred index maintenance (from the catalog).
-    pub registry: RwLock<Arc<DeferredRegistry>>,
+    /// Tables and the deferred-maintenance registry, built from the catalog.
+    pub catalog: RwLock<Arc<crate::table::runtime::Catalog>>,
+    /// Per-table counters and locks, by table name.
+    pub table_states: Mutex<std::collections::HashMap<String, Arc<crate::table::runtime::TableState>>>,
+    /// Table statements hold it shared; catalog changes of tables hold it exclusively.
+    pub ddl: RwLock<()>,
     /// Deferred deletes emitted per secondary keyspace since open.
     pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
     pub closed: AtomicBool,
@@ -139,7 +143,11 @@ impl Db {
         }
         let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
         inner.bg_cv.notify_all();
-        Ok(Db { inner, threads, default })
+        Ok(Db {
+            inner,
+            threads,
+            default,
+        })
     }
 
     /// The directory of the database.
@@ -278,6 +286,10 @@ impl Db {
         self.shutdown()
     }
 
+    pub(crate) fn inner(&self) -> &Arc<DbInner> {
+        &self.inner
+    }
+
     fn shutdown(&mut self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
@@ -348,21 +360,24 @@ impl DbInner {
         self.install_version(v, flushed);
         drop(vs);
         for f in gone {
-            let _ = self.opts.fs.remove(&self.dir.join(crate::sstable::table_file_name(f.meta.number)));
+            let _ = self
+                .opts
+                .fs
+                .remove(&self.dir.join(crate::sstable::table_file_name(f.meta.number)));
         }
         Ok(())
     }
 
     /// The current deferred-maintenance registry.
     pub fn registry(&self) -> Arc<DeferredRegistry> {
-        self.registry.read().clone()
+        self.catalog.read().registry.clone()
     }
 
-    /// Rebuilds the registry from the catalog of the current version.
+    /// Rebuilds tables and registry from the catalog of the current version.
     pub fn refresh_registry(&self) -> Result<()> {
         let v = self.current().version.clone();
-        let r = crate::table::catalog::deferred_registry(&v)?;
-        *self.registry.write() = Arc::new(r);
+        let c = crate::table::runtime::Catalog::build(&v, &self.table_states)?;
+        *self.catalog.write() = Arc::new(c);
         Ok(())
     }
 
@@ -387,7 +402,9 @@ impl DbInner {
 
     fn create_keyspace(&self, name: &str) -> Result<u32> {
         if name.starts_with(RESERVED_PREFIX) {
-            return Err(Error::InvalidArgument(format!("keyspace names starting with {RESERVED_PREFIX:?} are reserved for tables")));
+            return Err(Error::InvalidArgument(format!(
+                "keyspace names starting with {RESERVED_PREFIX:?} are reserved for tables"
+            )));
         }
         let ids = self.catalog_edit(&[name], &[], Vec::new())?;
         ids.first().copied().ok_or(Error::Closed)
@@ -398,7 +415,9 @@ impl DbInner {
             return Err(Error::InvalidArgument("the default keyspace cannot be dropped".into()));
         }
         if name.starts_with(RESERVED_PREFIX) {
-            return Err(Error::InvalidArgument(format!("{name:?} belongs to a table: drop the table or index instead")));
+            return Err(Error::InvalidArgument(format!(
+                "{name:?} belongs to a table: drop the table or index instead"
+            )));
         }
         let id = self.keyspace_id(name)?;
         self.catalog_edit(&[], &[id], Vec::new())?;
@@ -413,7 +432,24 @@ impl DbInner {
     /// Creates and drops keyspaces and changes catalog entries in one durable edit;
     /// returns the ids of the created keyspaces. Dropping waits until no background job
     /// holds the keyspaces' files. The deferred-maintenance registry is rebuilt after.
-    pub fn catalog_edit(&self, create: &[&str], dropped: &[u32], meta: Vec<(String, Option<Vec<u8>>)>) -> Result<Vec<u32>> {
+    pub fn catalog_edit(
+        &self,
+        create: &[&str],
+        dropped: &[u32],
+        meta: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<Vec<u32>> {
+        self.catalog_edit_with(create, dropped, false, |_| Ok(meta))
+    }
+
+    /// Like [`DbInner::catalog_edit`], with catalog entries computed from the new
+    /// keyspace ids, and optionally pausing compactions of the new keyspaces.
+    pub fn catalog_edit_with(
+        &self,
+        create: &[&str],
+        dropped: &[u32],
+        pause_created: bool,
+        meta: impl FnOnce(&[u32]) -> Result<Vec<(String, Option<Vec<u8>>)>>,
+    ) -> Result<Vec<u32>> {
         self.check_open()?;
         for name in create {
             if name.is_empty() || name.len() > 255 {
@@ -425,7 +461,9 @@ impl DbInner {
             let v = self.current().version.clone();
             let mut busy = false;
             for id in dropped {
-                let ks = v.keyspace(*id).ok_or_else(|| Error::NotFound(format!("keyspace id {id}")))?;
+                let ks = v
+                    .keyspace(*id)
+                    .ok_or_else(|| Error::NotFound(format!("keyspace id {id}")))?;
                 busy |= ks.files().any(|f| bg.busy.contains(&f.number()));
             }
             if !busy {
@@ -437,7 +475,6 @@ impl DbInner {
         let cur = vs.current();
         let mut edit = crate::version::VersionEdit {
             dropped_keyspaces: dropped.to_vec(),
-            meta,
             ..Default::default()
         };
         let mut ids = Vec::new();
@@ -448,6 +485,10 @@ impl DbInner {
             let id = vs.next_keyspace_id + i as u32;
             edit.new_keyspaces.push((id, name.to_string()));
             ids.push(id);
+        }
+        edit.meta = meta(&ids)?;
+        if pause_created {
+            bg.paused.extend(ids.iter().copied());
         }
         edit.next_keyspace_id = Some(vs.next_keyspace_id + create.len() as u32);
         let v = vs.log_and_apply(edit)?;

@@ -47,7 +47,10 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
         if !foreign.is_empty() {
             return Err(Error::NotADatabase {
                 path: dir,
-                reason: format!("directory is not empty and has no CURRENT file (found {:?})", &foreign[..foreign.len().min(3)]),
+                reason: format!(
+                    "directory is not empty and has no CURRENT file (found {:?})",
+                    &foreign[..foreign.len().min(3)]
+                ),
             });
         }
         if !opts.create_if_missing {
@@ -74,7 +77,12 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
     }
 
     let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let table_cache = Arc::new(TableCache::new(fs.clone(), dir.clone(), opts.max_open_files, block_cache.clone()));
+    let table_cache = Arc::new(TableCache::new(
+        fs.clone(),
+        dir.clone(),
+        opts.max_open_files,
+        block_cache.clone(),
+    ));
     let ctx = || FileContext {
         dir: dir.clone(),
         fs: fs.clone(),
@@ -110,7 +118,9 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
     };
 
     sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
-    let registry = Arc::new(crate::table::catalog::deferred_registry(&vs.current())?);
+    let table_states = Mutex::new(std::collections::HashMap::new());
+    let catalog = crate::table::runtime::Catalog::build(&vs.current(), &table_states)?;
+    let registry = catalog.registry.clone();
     let last_seq = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry)?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
@@ -164,7 +174,9 @@ pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
         picker: Mutex::new(CompactionPicker::default()),
         counters: Default::default(),
         job_ctx,
-        registry: RwLock::new(registry),
+        catalog: RwLock::new(Arc::new(catalog)),
+        table_states,
+        ddl: RwLock::new(()),
         deferred_emitted: Mutex::new(BTreeMap::new()),
         closed: AtomicBool::new(false),
         _lock: lock,
@@ -189,7 +201,13 @@ fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Pat
 }
 
 /// Replays WAL files not yet flushed into level-0 runs; returns the last seqno seen.
-fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir: &Path, registry: &DeferredRegistry) -> Result<u64> {
+fn replay_wal(
+    vs: &mut VersionSet,
+    ctx: &JobContext,
+    opts: &crate::Options,
+    dir: &Path,
+    registry: &DeferredRegistry,
+) -> Result<u64> {
     let fs = opts.fs.clone();
     let mut logs: Vec<u64> = fs
         .list(dir)?
@@ -228,7 +246,11 @@ fn replay_wal(vs: &mut VersionSet, ctx: &JobContext, opts: &crate::Options, dir:
             // Older logs are synced before a new one starts: only the newest may be
             // cut short by a crash.
             if Some(number) != newest {
-                return Err(Error::corruption(&path, at, "WAL ends in a torn record but newer WAL files follow it"));
+                return Err(Error::corruption(
+                    &path,
+                    at,
+                    "WAL ends in a torn record but newer WAL files follow it",
+                ));
             }
         }
     }

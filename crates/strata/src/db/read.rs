@@ -102,6 +102,9 @@ pub(crate) fn get_in(
     })
 }
 
+/// A visible entry: user key, the seqno of the version, value.
+pub(crate) type Entry = (Vec<u8>, SeqNo, Vec<u8>);
+
 /// Cursor over the visible entries of one keyspace at a snapshot, in one direction.
 struct DirIter {
     merge: MergingIter,
@@ -148,7 +151,7 @@ impl DirIter {
         }
     }
 
-    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_entry(&mut self) -> Result<Option<Entry>> {
         if self.done {
             return Ok(None);
         }
@@ -161,7 +164,7 @@ impl DirIter {
         }
     }
 
-    fn next_forward(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_forward(&mut self) -> Result<Option<Entry>> {
         while self.merge.valid() {
             let Some(p) = parse_internal_key(self.merge.key()) else {
                 self.merge.advance()?;
@@ -178,6 +181,7 @@ impl DirIter {
             self.key_buf.clear();
             self.key_buf.extend_from_slice(p.user_key);
             let live = p.kind == ValueKind::Put && !self.rdi.deletes(p.user_key, p.seq);
+            let seq = p.seq;
             let value = if live { Some(self.merge.value().to_vec()) } else { None };
             // Skip the rest of this user key.
             loop {
@@ -190,14 +194,14 @@ impl DirIter {
                 }
             }
             if let Some(v) = value {
-                return Ok(Some((self.key_buf.clone(), v)));
+                return Ok(Some((self.key_buf.clone(), seq, v)));
             }
         }
         self.done = true;
         Ok(None)
     }
 
-    fn next_reverse(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_reverse(&mut self) -> Result<Option<Entry>> {
         // Going backwards a user key's versions arrive oldest first; the last visible
         // one seen before the key changes is the newest.
         while self.merge.valid() {
@@ -231,7 +235,7 @@ impl DirIter {
             }
             if let Some((seq, ValueKind::Put, v)) = newest {
                 if !self.rdi.deletes(&self.key_buf, seq) {
-                    return Ok(Some((self.key_buf.clone(), v)));
+                    return Ok(Some((self.key_buf.clone(), seq, v)));
                 }
             }
         }
@@ -261,7 +265,10 @@ pub struct Scan {
 
 impl std::fmt::Debug for Scan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scan").field("keyspace", &self.ks).field("snapshot", &self.snapshot).finish()
+        f.debug_struct("Scan")
+            .field("keyspace", &self.ks)
+            .field("snapshot", &self.snapshot)
+            .finish()
     }
 }
 
@@ -347,10 +354,9 @@ fn bound_ref(b: &Bound<Vec<u8>>) -> Option<&[u8]> {
     }
 }
 
-impl Iterator for Scan {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Scan {
+    /// The next entry from the front, with the seqno of its visible version.
+    pub(crate) fn next_versioned(&mut self) -> Option<Result<Entry>> {
         if self.finished {
             return None;
         }
@@ -359,13 +365,42 @@ impl Iterator for Scan {
         }
         let it = self.front.as_mut()?;
         match it.next_entry() {
-            Ok(Some((k, v))) => {
-                if self.back_last.as_ref().is_some_and(|b| &k >= b) {
+            Ok(Some(e)) => {
+                if self.back_last.as_ref().is_some_and(|b| &e.0 >= b) {
                     self.finished = true;
                     return None;
                 }
-                self.front_last = Some(k.clone());
-                Some(Ok((k, v)))
+                self.front_last = Some(e.0.clone());
+                Some(Ok(e))
+            }
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// The next entry from the back, with the seqno of its visible version.
+    pub(crate) fn next_back_versioned(&mut self) -> Option<Result<Entry>> {
+        if self.finished {
+            return None;
+        }
+        if self.back.is_none() {
+            self.back = Some(self.make(Direction::Reverse));
+        }
+        let it = self.back.as_mut()?;
+        match it.next_entry() {
+            Ok(Some(e)) => {
+                if self.front_last.as_ref().is_some_and(|f| &e.0 <= f) {
+                    self.finished = true;
+                    return None;
+                }
+                self.back_last = Some(e.0.clone());
+                Some(Ok(e))
             }
             Ok(None) => {
                 self.finished = true;
@@ -379,33 +414,17 @@ impl Iterator for Scan {
     }
 }
 
+impl Iterator for Scan {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_versioned().map(|r| r.map(|(k, _, v)| (k, v)))
+    }
+}
+
 impl DoubleEndedIterator for Scan {
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.finished {
-            return None;
-        }
-        if self.back.is_none() {
-            self.back = Some(self.make(Direction::Reverse));
-        }
-        let it = self.back.as_mut()?;
-        match it.next_entry() {
-            Ok(Some((k, v))) => {
-                if self.front_last.as_ref().is_some_and(|f| &k <= f) {
-                    self.finished = true;
-                    return None;
-                }
-                self.back_last = Some(k.clone());
-                Some(Ok((k, v)))
-            }
-            Ok(None) => {
-                self.finished = true;
-                None
-            }
-            Err(e) => {
-                self.finished = true;
-                Some(Err(e))
-            }
-        }
+        self.next_back_versioned().map(|r| r.map(|(k, _, v)| (k, v)))
     }
 }
 

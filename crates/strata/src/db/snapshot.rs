@@ -46,7 +46,9 @@ impl Snapshot {
 
     fn check(&self, ks: &Keyspace) -> Result<()> {
         if !Arc::ptr_eq(&self.inner, ks.inner()) {
-            return Err(Error::InvalidArgument("snapshot and keyspace belong to different databases".into()));
+            return Err(Error::InvalidArgument(
+                "snapshot and keyspace belong to different databases".into(),
+            ));
         }
         self.inner.check_open()
     }

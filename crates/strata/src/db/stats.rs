@@ -133,7 +133,15 @@ impl Stats {
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for ks in &self.keyspaces {
-            writeln!(f, "keyspace {} (id {}): {} bytes, {} entries, {} tombstones", ks.name, ks.id, ks.bytes(), ks.entries(), ks.tombstones())?;
+            writeln!(
+                f,
+                "keyspace {} (id {}): {} bytes, {} entries, {} tombstones",
+                ks.name,
+                ks.id,
+                ks.bytes(),
+                ks.entries(),
+                ks.tombstones()
+            )?;
             for l in &ks.levels {
                 writeln!(
                     f,
@@ -143,8 +151,16 @@ impl std::fmt::Display for Stats {
             }
         }
         writeln!(f, "user bytes written   {}", self.user_bytes_written)?;
-        writeln!(f, "wal bytes written    {} ({} syncs)", self.wal_bytes_written, self.wal_syncs)?;
-        writeln!(f, "flushes              {} ({} bytes)", self.flushes, self.flush_bytes_written)?;
+        writeln!(
+            f,
+            "wal bytes written    {} ({} syncs)",
+            self.wal_bytes_written, self.wal_syncs
+        )?;
+        writeln!(
+            f,
+            "flushes              {} ({} bytes)",
+            self.flushes, self.flush_bytes_written
+        )?;
         writeln!(
             f,
             "compactions          {} ({} moves; read {} bytes, wrote {} bytes)",
@@ -152,8 +168,16 @@ impl std::fmt::Display for Stats {
         )?;
         writeln!(f, "write amplification  {:.2}", self.write_amplification)?;
         writeln!(f, "stalls               {} ({} us)", self.stalls, self.stall_micros)?;
-        writeln!(f, "memtable             {} bytes, {} immutable", self.memtable_bytes, self.immutable_memtables)?;
-        writeln!(f, "block cache          {} / {} bytes", self.block_cache_usage, self.block_cache_capacity)?;
+        writeln!(
+            f,
+            "memtable             {} bytes, {} immutable",
+            self.memtable_bytes, self.immutable_memtables
+        )?;
+        writeln!(
+            f,
+            "block cache          {} / {} bytes",
+            self.block_cache_usage, self.block_cache_capacity
+        )?;
         write!(f, "last seqno           {}", self.last_seq)?;
         if let Some(e) = &self.background_error {
             write!(f, "\nbackground error     {e}")?;

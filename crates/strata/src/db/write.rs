@@ -189,11 +189,11 @@ impl DbInner {
         let mut stalled: Option<Instant> = None;
         let result = loop {
             let sv = self.current();
-            let l0_deep = sv
-                .version
-                .keyspaces
-                .values()
-                .any(|k| k.levels.first().is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger));
+            let l0_deep = sv.version.keyspaces.values().any(|k| {
+                k.levels
+                    .first()
+                    .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
+            });
             let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget;
             if !full && !l0_deep {
                 break Ok(());
@@ -301,7 +301,11 @@ pub(crate) fn apply_op(mem: &MemTable, op: BatchOp<'_>, seq: SeqNo) -> u64 {
             mem.add(keyspace, key, seq, ValueKind::Delete, &[]);
             key.len() as u64
         }
-        BatchOp::DeferredDelete { keyspace, key, seq: target } => {
+        BatchOp::DeferredDelete {
+            keyspace,
+            key,
+            seq: target,
+        } => {
             mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[]);
             key.len() as u64
         }

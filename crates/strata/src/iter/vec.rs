@@ -60,9 +60,15 @@ impl InternalIterator for VecIter {
         Ok(())
     }
     fn key(&self) -> &[u8] {
-        self.pos.and_then(|p| self.entries.get(p)).map(|e| e.0.as_slice()).unwrap_or(&[])
+        self.pos
+            .and_then(|p| self.entries.get(p))
+            .map(|e| e.0.as_slice())
+            .unwrap_or(&[])
     }
     fn value(&self) -> &[u8] {
-        self.pos.and_then(|p| self.entries.get(p)).map(|e| e.1.as_slice()).unwrap_or(&[])
+        self.pos
+            .and_then(|p| self.entries.get(p))
+            .map(|e| e.1.as_slice())
+            .unwrap_or(&[])
     }
 }

@@ -1,11 +1,162 @@
-//! The table catalog persisted in the manifest, and the deferred-maintenance registry
-//! built from it.
+//! The table catalog, persisted in the manifest: for each table its schema and the
+//! keyspaces of its primary and secondary indexes. Catalog changes (create or drop a
+//! table or index) go into one manifest edit together with the keyspaces they create
+//! or drop, so a crash never leaves a table half-defined.
+//!
+//! From the catalog the database builds, at open and after every change, the
+//! [`DeferredRegistry`] that flushes and compactions consult: which primary keyspaces
+//! emit deferred deletes and how to extract their rows' secondary keys.
 
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use super::layout::Layout;
+use super::schema::{IndexMaintenance, Schema};
+use crate::codec::{Decoder, put_bytes, put_varint};
 use crate::compaction::DeferredRegistry;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::version::Version;
 
+/// Catalog entries of tables are named with this prefix.
+pub const TABLE_META_PREFIX: &str = "table/";
+
+const FORMAT: u8 = 1;
+
+/// One secondary index's place in the catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexEntry {
+    /// Index name (as in the schema).
+    pub name: String,
+    /// Its keyspace id.
+    pub keyspace: u32,
+    /// Still being built: maintained by writes, not yet readable.
+    pub building: bool,
+}
+
+/// A table as the catalog records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDef {
+    /// Schema (fields, keys, indexes, maintenance mode).
+    pub schema: Schema,
+    /// Keyspace of the primary index.
+    pub primary: u32,
+    /// Keyspaces of the secondary indexes, in schema order.
+    pub indexes: Vec<IndexEntry>,
+}
+
+/// Keyspace name of a table's primary index.
+pub fn primary_keyspace_name(table: &str) -> String {
+    format!("{}{table}", crate::db::RESERVED_PREFIX)
+}
+
+/// Keyspace name of a table's secondary index.
+pub fn index_keyspace_name(table: &str, index: &str) -> String {
+    format!("{}{table}:{index}", crate::db::RESERVED_PREFIX)
+}
+
+impl TableDef {
+    /// Encodes the definition for the manifest.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![FORMAT];
+        put_bytes(&mut out, &self.schema.to_bytes());
+        put_varint(&mut out, u64::from(self.primary));
+        put_varint(&mut out, self.indexes.len() as u64);
+        for ix in &self.indexes {
+            put_bytes(&mut out, ix.name.as_bytes());
+            put_varint(&mut out, u64::from(ix.keyspace));
+            out.push(u8::from(ix.building));
+        }
+        out
+    }
+
+    /// Decodes a definition; `entry` names the catalog entry for errors.
+    pub fn decode(entry: &str, bytes: &[u8]) -> Result<TableDef> {
+        let bad = |offset: usize, reason: &str| {
+            Error::SchemaMismatch(format!("catalog entry {entry:?} at byte {offset}: {reason}"))
+        };
+        let mut d = Decoder::new(bytes);
+        let fmt = d.u8().map_err(|e| bad(e.offset, e.reason))?;
+        if fmt != FORMAT {
+            return Err(bad(0, "unknown catalog format"));
+        }
+        let schema_bytes = d.length_prefixed().map_err(|e| bad(e.offset, e.reason))?;
+        let schema = Schema::from_bytes(schema_bytes)?;
+        let id = |d: &mut Decoder<'_>| -> Result<u32> {
+            let at = d.position();
+            let v = d.varint().map_err(|e| bad(e.offset, e.reason))?;
+            u32::try_from(v).map_err(|_| bad(at, "keyspace id out of range"))
+        };
+        let primary = id(&mut d)?;
+        let n = d.varint_len(1024).map_err(|e| bad(e.offset, e.reason))?;
+        let mut indexes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = d.length_prefixed().map_err(|e| bad(e.offset, e.reason))?;
+            let name = String::from_utf8(name.to_vec()).map_err(|_| bad(d.position(), "index name is not UTF-8"))?;
+            let keyspace = id(&mut d)?;
+            let building = d.u8().map_err(|e| bad(e.offset, e.reason))? != 0;
+            indexes.push(IndexEntry {
+                name,
+                keyspace,
+                building,
+            });
+        }
+        if !d.is_empty() {
+            return Err(bad(d.position(), "trailing bytes"));
+        }
+        if indexes.len() != schema.indexes.len() || indexes.iter().zip(&schema.indexes).any(|(e, i)| e.name != i.name) {
+            return Err(bad(0, "index list does not match the schema"));
+        }
+        Ok(TableDef {
+            schema,
+            primary,
+            indexes,
+        })
+    }
+
+    /// True for deferred maintenance.
+    pub fn is_deferred(&self) -> bool {
+        self.schema.maintenance == IndexMaintenance::Deferred
+    }
+}
+
+/// Every table of the catalog in `version`, by name.
+pub fn load_tables(version: &Version) -> Result<BTreeMap<String, TableDef>> {
+    let mut out = BTreeMap::new();
+    for (k, v) in version.meta.range(TABLE_META_PREFIX.to_string()..) {
+        let Some(name) = k.strip_prefix(TABLE_META_PREFIX) else {
+            break;
+        };
+        let def = TableDef::decode(k, v)?;
+        for ks in std::iter::once(def.primary).chain(def.indexes.iter().map(|i| i.keyspace)) {
+            if version.keyspace(ks).is_none() {
+                return Err(Error::SchemaMismatch(format!(
+                    "table {name:?} names keyspace {ks}, which does not exist"
+                )));
+            }
+        }
+        out.insert(name.to_string(), def);
+    }
+    Ok(out)
+}
+
 /// The registry of deferred tables in `version`'s catalog.
-pub fn deferred_registry(_version: &Version) -> Result<DeferredRegistry> {
-    Ok(DeferredRegistry::default())
+pub fn deferred_registry(version: &Version) -> Result<DeferredRegistry> {
+    registry_for(&load_tables(version)?)
+}
+
+/// The registry for already decoded tables.
+pub fn registry_for(tables: &BTreeMap<String, TableDef>) -> Result<DeferredRegistry> {
+    let mut r = DeferredRegistry {
+        primaries: Default::default(),
+        secondaries: HashSet::new(),
+    };
+    for def in tables.values() {
+        if !def.is_deferred() || def.indexes.is_empty() {
+            continue;
+        }
+        let layout = Arc::new(Layout::new(def)?);
+        r.primaries.insert(def.primary, layout);
+        r.secondaries.extend(def.indexes.iter().map(|i| i.keyspace));
+    }
+    Ok(r)
 }

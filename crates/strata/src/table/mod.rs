@@ -1,5 +1,410 @@
 //! Tables: rows with a primary key and secondary indexes, each index an LSM keyspace,
-//! maintained eagerly (the classic hidden read) or deferred (blind writes, deletes sent
-//! to the secondary indexes by primary compaction, reads validated).
+//! maintained eagerly (the classic hidden read) or deferred (blind writes; deletes sent
+//! to the secondary indexes by primary flushes and compactions; reads validated).
+//!
+//! Which operations read, per mode:
+//!
+//! | statement | eager | deferred |
+//! |---|---|---|
+//! | INSERT | reads the primary key (uniqueness) | same |
+//! | REPLACE | hidden read of the old row | blind |
+//! | DELETE by primary key | hidden read of the old row | blind |
+//! | UPDATE | reads the old row | same (and deletes changed entries) |
+//! | any write to a unique index | reads the unique index (validated) | same |
+//!
+//! ```
+//! use strata::table::{schema::Schema, value::Value};
+//! use std::ops::Bound;
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+//! let schema = Schema::parse(
+//!     "table users (id u64, name str, age i64) primary key (id) index by_age (age) deferred",
+//! ).unwrap();
+//! let users = db.create_table(schema).unwrap();
+//! users.replace(vec![Value::U64(1), Value::from("ann"), Value::I64(31)]).unwrap();
+//! users.replace(vec![Value::U64(2), Value::from("bob"), Value::I64(25)]).unwrap();
+//! users.replace(vec![Value::U64(1), Value::from("ann"), Value::I64(32)]).unwrap(); // blind
+//! let over_30: Vec<_> = users
+//!     .select("by_age")
+//!     .range(Bound::Excluded(Value::I64(30)), Bound::Unbounded)
+//!     .rows().unwrap()
+//!     .collect::<Result<_, _>>().unwrap();
+//! assert_eq!(over_30, vec![vec![Value::U64(1), Value::from("ann"), Value::I64(32)]]);
+//! ```
 
+pub mod build;
 pub mod catalog;
+pub mod check;
+pub mod codec;
+mod deferred;
+mod eager;
+pub mod layout;
+pub(crate) mod runtime;
+pub mod schema;
+pub mod select;
+pub mod txn;
+pub mod value;
+
+use std::sync::Arc;
+
+use crate::db::{Db, DbInner};
+use crate::error::{Error, Result};
+use catalog::{IndexEntry, TABLE_META_PREFIX, TableDef, index_keyspace_name, primary_keyspace_name};
+use runtime::{TableRuntime, get};
+use schema::{IndexDef, IndexMaintenance, Schema};
+pub use select::{Rows, Select};
+pub use txn::{Outcome, Transaction};
+use value::Value;
+
+/// A row: one value per schema field, in schema order.
+pub type Row = Vec<Value>;
+
+pub(crate) fn format_values(vals: &[Value]) -> String {
+    let parts: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
+    format!("({})", parts.join(", "))
+}
+
+/// A handle on a table. Cheap to clone; always works against the current catalog.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) db: Arc<DbInner>,
+    name: String,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("name", &self.name).finish()
+    }
+}
+
+/// Counters of one secondary index.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexStats {
+    /// Index name.
+    pub name: String,
+    /// Unique index.
+    pub unique: bool,
+    /// Entries in its SSTables (puts and tombstones) plus its memtable share.
+    pub entries: u64,
+    /// Bytes in its SSTables.
+    pub bytes: u64,
+    /// Deferred deletes sent to it since open.
+    pub deferred_deletes_emitted: u64,
+    /// Selects through it since open.
+    pub reads: u64,
+    /// Rows it returned since open.
+    pub hits: u64,
+    /// Dirty entries skipped since open.
+    pub dirty_hits_skipped: u64,
+}
+
+/// Counters of one table since the database was opened.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableStats {
+    /// Table name.
+    pub name: String,
+    /// Maintenance mode.
+    pub mode: String,
+    /// Old-row reads done only for index maintenance (eager REPLACE/DELETE).
+    pub hidden_reads: u64,
+    /// Uniqueness-check reads (INSERT, unique indexes).
+    pub unique_check_reads: u64,
+    /// Old-row reads by UPDATE.
+    pub update_reads: u64,
+    /// Statements committed.
+    pub statements: u64,
+    /// Deferred deletes emitted into all its indexes.
+    pub deferred_deletes_emitted: u64,
+    /// Dirty hits skipped over all its indexes.
+    pub dirty_hits_skipped: u64,
+    /// Primary lookups made by secondary selects.
+    pub primary_lookups: u64,
+    /// Primary lookups per row returned by secondary selects.
+    pub primary_lookups_per_secondary_hit: f64,
+    /// Entries of the primary index's SSTables.
+    pub primary_entries: u64,
+    /// Per secondary index.
+    pub indexes: Vec<IndexStats>,
+}
+
+impl std::fmt::Display for TableStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "table {} ({} maintenance)", self.name, self.mode)?;
+        writeln!(f, "  statements            {}", self.statements)?;
+        writeln!(f, "  hidden reads          {}", self.hidden_reads)?;
+        writeln!(f, "  unique-check reads    {}", self.unique_check_reads)?;
+        writeln!(f, "  update reads          {}", self.update_reads)?;
+        writeln!(f, "  deferred deletes      {}", self.deferred_deletes_emitted)?;
+        writeln!(f, "  dirty hits skipped    {}", self.dirty_hits_skipped)?;
+        writeln!(
+            f,
+            "  primary lookups       {} ({:.3} per secondary hit)",
+            self.primary_lookups, self.primary_lookups_per_secondary_hit
+        )?;
+        write!(f, "  primary entries       {}", self.primary_entries)?;
+        for i in &self.indexes {
+            write!(
+                f,
+                "\n  index {}{}: {} entries, {} bytes, {} deferred deletes, {} reads, {} hits, {} dirty skipped",
+                i.name,
+                if i.unique { " (unique)" } else { "" },
+                i.entries,
+                i.bytes,
+                i.deferred_deletes_emitted,
+                i.reads,
+                i.hits,
+                i.dirty_hits_skipped
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Creates a table (its keyspaces and catalog entry in one durable edit).
+    pub fn create_table(&self, schema: Schema) -> Result<Table> {
+        let inner = self.inner();
+        let _ddl = inner.ddl.write();
+        let name = schema.name.clone();
+        let key = format!("{TABLE_META_PREFIX}{name}");
+        if inner.current().version.meta.contains_key(&key) {
+            return Err(Error::AlreadyExists(format!("table {name:?}")));
+        }
+        let mut ks_names = vec![primary_keyspace_name(&name)];
+        ks_names.extend(schema.indexes.iter().map(|i| index_keyspace_name(&name, &i.name)));
+        let refs: Vec<&str> = ks_names.iter().map(String::as_str).collect();
+        inner.catalog_edit_with(&refs, &[], false, |ids| {
+            let def = TableDef {
+                primary: ids[0],
+                indexes: schema
+                    .indexes
+                    .iter()
+                    .zip(&ids[1..])
+                    .map(|(ix, ks)| IndexEntry {
+                        name: ix.name.clone(),
+                        keyspace: *ks,
+                        building: false,
+                    })
+                    .collect(),
+                schema,
+            };
+            Ok(vec![(key, Some(def.encode()))])
+        })?;
+        Ok(Table {
+            db: inner.clone(),
+            name,
+        })
+    }
+
+    /// Opens a table by name.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let inner = self.inner();
+        if !inner.catalog.read().tables.contains_key(name) {
+            return Err(Error::NotFound(format!("table {name:?}")));
+        }
+        Ok(Table {
+            db: inner.clone(),
+            name: name.to_string(),
+        })
+    }
+
+    /// Names of all tables.
+    pub fn list_tables(&self) -> Vec<String> {
+        self.inner().catalog.read().tables.keys().cloned().collect()
+    }
+
+    /// Drops a table and its indexes; their files are deleted once unused, and pending
+    /// deferred deletes for them are cancelled.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let inner = self.inner();
+        let _ddl = inner.ddl.write();
+        let rt = runtime_of(inner, name)?;
+        let mut drop = vec![rt.layout.primary];
+        drop.extend(rt.layout.indexes.iter().map(|i| i.keyspace));
+        inner.catalog_edit(&[], &drop, vec![(format!("{TABLE_META_PREFIX}{name}"), None)])?;
+        Ok(())
+    }
+
+    /// Verifies every table (see [`check::check`]).
+    pub fn check(&self, opts: check::CheckOptions) -> Result<check::CheckReport> {
+        check::check(self, opts)
+    }
+}
+
+fn runtime_of(inner: &DbInner, name: &str) -> Result<TableRuntime> {
+    inner
+        .catalog
+        .read()
+        .tables
+        .get(name)
+        .cloned()
+        .ok_or_else(|| Error::NotFound(format!("table {name:?}")))
+}
+
+impl Table {
+    pub(crate) fn runtime(&self) -> Result<TableRuntime> {
+        self.db.check_open()?;
+        runtime_of(&self.db, &self.name)
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table's current schema.
+    pub fn schema(&self) -> Result<Schema> {
+        Ok(self.runtime()?.layout.schema.clone())
+    }
+
+    /// A new transaction on this table.
+    pub fn transaction(&self) -> Transaction {
+        Transaction::new(self.clone())
+    }
+
+    /// Inserts a row; `Error::Constraint` if the primary key (or a unique key) exists.
+    pub fn insert(&self, row: Row) -> Result<()> {
+        let mut t = self.transaction();
+        t.insert(row);
+        t.commit().map(|_| ())
+    }
+
+    /// Inserts or overwrites the row with the same primary key.
+    pub fn replace(&self, row: Row) -> Result<()> {
+        let mut t = self.transaction();
+        t.replace(row);
+        t.commit().map(|_| ())
+    }
+
+    /// Deletes the row with primary key `pk` (no error if absent).
+    pub fn delete(&self, pk: &[Value]) -> Result<()> {
+        let mut t = self.transaction();
+        t.delete(pk.to_vec());
+        t.commit().map(|_| ())
+    }
+
+    /// Sets fields of the row with primary key `pk`; returns false if there is none.
+    pub fn update(&self, pk: &[Value], set: &[(&str, Value)]) -> Result<bool> {
+        let mut t = self.transaction();
+        t.update(
+            pk.to_vec(),
+            set.iter().map(|(n, v)| (n.to_string(), v.clone())).collect(),
+        );
+        Ok(t.commit()?.updates_missed == 0)
+    }
+
+    /// The row with primary key `pk`.
+    pub fn get(&self, pk: &[Value]) -> Result<Option<Row>> {
+        let rt = self.runtime()?;
+        let key = rt.layout.pk_from_values(pk)?;
+        match self.db.get_latest(rt.layout.primary, &key)? {
+            Some((_, bytes)) => Ok(Some(rt.layout.decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A query through `index` (a secondary index name, or [`select::PRIMARY`]).
+    pub fn select(&self, index: &str) -> Select {
+        Select::new(self.clone(), index)
+    }
+
+    /// Number of rows (a scan of the primary index).
+    pub fn count(&self) -> Result<u64> {
+        self.select(select::PRIMARY).count()
+    }
+
+    /// Adds a secondary index, building it from the existing rows.
+    pub fn create_index(&self, def: IndexDef) -> Result<()> {
+        build::create_index(self, def)
+    }
+
+    /// Drops a secondary index and its pending deferred deletes.
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        let _ddl = self.db.ddl.write();
+        let rt = self.runtime()?;
+        let ix = rt.layout.index(name)?.clone();
+        let mut schema = rt.layout.schema.clone();
+        let pos = schema
+            .indexes
+            .iter()
+            .position(|i| i.name == name)
+            .ok_or_else(|| Error::NotFound(name.to_string()))?;
+        schema.indexes.remove(pos);
+        let def = TableDef {
+            schema,
+            primary: rt.layout.primary,
+            indexes: rt
+                .layout
+                .indexes
+                .iter()
+                .filter(|i| i.name != name)
+                .map(|i| IndexEntry {
+                    name: i.name.clone(),
+                    keyspace: i.keyspace,
+                    building: i.building,
+                })
+                .collect(),
+        };
+        self.db.catalog_edit(
+            &[],
+            &[ix.keyspace],
+            vec![(format!("{TABLE_META_PREFIX}{}", self.name), Some(def.encode()))],
+        )?;
+        Ok(())
+    }
+
+    /// Counters and index sizes.
+    pub fn stats(&self) -> Result<TableStats> {
+        let rt = self.runtime()?;
+        let c = &rt.state.counters;
+        let emitted = self.db.deferred_emitted.lock().clone();
+        let sv = self.db.current();
+        let entries_of = |ks: u32| -> (u64, u64) {
+            sv.version.keyspace(ks).map_or((0, 0), |k| {
+                (
+                    k.files().map(|f| f.meta.entries).sum(),
+                    k.files().map(|f| f.meta.size).sum(),
+                )
+            })
+        };
+        let mut s = TableStats {
+            name: self.name.clone(),
+            mode: match rt.layout.schema.maintenance {
+                IndexMaintenance::Eager => "eager".into(),
+                IndexMaintenance::Deferred => "deferred".into(),
+            },
+            hidden_reads: get(&c.hidden_reads),
+            unique_check_reads: get(&c.unique_check_reads),
+            update_reads: get(&c.update_reads),
+            statements: get(&c.statements),
+            primary_lookups: get(&c.primary_lookups),
+            primary_entries: entries_of(rt.layout.primary).0,
+            ..Default::default()
+        };
+        let mut hits = 0;
+        for ix in &rt.layout.indexes {
+            let ic = rt.state.index(&ix.name);
+            let (entries, bytes) = entries_of(ix.keyspace);
+            let is = IndexStats {
+                name: ix.name.clone(),
+                unique: ix.unique,
+                entries,
+                bytes,
+                deferred_deletes_emitted: emitted.get(&ix.keyspace).copied().unwrap_or(0),
+                reads: get(&ic.reads),
+                hits: get(&ic.hits),
+                dirty_hits_skipped: get(&ic.dirty),
+            };
+            hits += is.hits;
+            s.deferred_deletes_emitted += is.deferred_deletes_emitted;
+            s.dirty_hits_skipped += is.dirty_hits_skipped;
+            s.indexes.push(is);
+        }
+        s.primary_lookups_per_secondary_hit = if hits == 0 {
+            0.0
+        } else {
+            s.primary_lookups as f64 / hits as f64
+        };
+        Ok(s)
+    }
+}

@@ -305,10 +305,23 @@ mod tests {
 
     #[test]
     fn order_bits_roundtrip_non_nan() {
-        for f in [0.0, -0.0, 1.5, -1.5, f64::MAX, f64::MIN, f64::INFINITY, f64::NEG_INFINITY, 5e-324] {
+        for f in [
+            0.0,
+            -0.0,
+            1.5,
+            -1.5,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            5e-324,
+        ] {
             assert_eq!(f64_from_order_bits(f64_order_bits(f)).to_bits(), f.to_bits());
         }
-        assert_eq!(f64_from_order_bits(f64_order_bits(-f64::NAN)).to_bits(), CANONICAL_NAN_BITS);
+        assert_eq!(
+            f64_from_order_bits(f64_order_bits(-f64::NAN)).to_bits(),
+            CANONICAL_NAN_BITS
+        );
     }
 
     #[test]
@@ -317,7 +330,10 @@ mod tests {
         assert_eq!(Value::U64(u64::MAX).cmp_total(&Value::U64(1)), Ordering::Greater);
         assert_eq!(Value::from("a").cmp_total(&Value::from("a\0")), Ordering::Less);
         assert_eq!(Value::from("é").cmp_total(&Value::from("z")), Ordering::Greater);
-        assert_eq!(Value::from(vec![0u8]).cmp_total(&Value::from(vec![])), Ordering::Greater);
+        assert_eq!(
+            Value::from(vec![0u8]).cmp_total(&Value::from(vec![])),
+            Ordering::Greater
+        );
         assert_eq!(Value::Bool(false).cmp_total(&Value::Bool(true)), Ordering::Less);
     }
 

@@ -180,11 +180,10 @@ impl VersionEdit {
                 TAG_NEW_FILE => {
                     let body = d.length_prefixed()?;
                     let body_at = d.position() - body.len();
-                    e.new_files
-                        .push(decode_new_file(body).map_err(|err| DecodeError {
-                            offset: body_at + err.offset,
-                            reason: err.reason,
-                        })?);
+                    e.new_files.push(decode_new_file(body).map_err(|err| DecodeError {
+                        offset: body_at + err.offset,
+                        reason: err.reason,
+                    })?);
                 }
                 TAG_DELETED_FILE => {
                     let ks = read_u32(&mut d)?;
@@ -250,8 +249,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     let (mut keyspace, mut level, mut run) = (None, None, None);
     let (mut number, mut size, mut smallest, mut largest) = (None, None, None, None);
     let (mut min_seq, mut max_seq, mut entries) = (None, None, None);
-    let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) =
-        (None, None, None, None);
+    let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) = (None, None, None, None);
     while !d.is_empty() {
         let at = d.position();
         match d.varint()? {
@@ -278,10 +276,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
         }
     }
     let end = d.position();
-    let missing = |reason: &'static str| DecodeError {
-        offset: end,
-        reason,
-    };
+    let missing = |reason: &'static str| DecodeError { offset: end, reason };
     Ok(NewFile {
         keyspace: keyspace.ok_or_else(|| missing("new file lacks its keyspace"))?,
         level: level.ok_or_else(|| missing("new file lacks its level"))?,
@@ -295,8 +290,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             max_seq: max_seq.ok_or_else(|| missing("new file lacks its max seq"))?,
             entries: entries.ok_or_else(|| missing("new file lacks its entry count"))?,
             tombstones: tombstones.ok_or_else(|| missing("new file lacks its tombstone count"))?,
-            range_tombstones: range_tombstones
-                .ok_or_else(|| missing("new file lacks its range tombstone count"))?,
+            range_tombstones: range_tombstones.ok_or_else(|| missing("new file lacks its range tombstone count"))?,
             oldest_tombstone_time: oldest,
             raw_bytes: raw_bytes.ok_or_else(|| missing("new file lacks its raw byte count"))?,
         },
@@ -355,20 +349,12 @@ impl ManifestWriter {
     /// is still live without re-reading `CURRENT`. Refuses (`AlreadyExists`) to
     /// overwrite the manifest `CURRENT` names; any other file of that name is a leftover
     /// of an interrupted roll and is replaced.
-    pub fn create(
-        fs: Arc<dyn FileSystem>,
-        dir: &Path,
-        number: u64,
-        snapshot: &VersionEdit,
-    ) -> Result<ManifestWriter> {
+    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<ManifestWriter> {
         let name = manifest_file_name(number);
         let path = dir.join(&name);
         let current = dir.join(CURRENT_FILE_NAME);
         if fs.exists(&current) && fs.read_all(&current)? == format!("{name}\n").as_bytes() {
-            return Err(Error::AlreadyExists(format!(
-                "{} is the live manifest",
-                path.display()
-            )));
+            return Err(Error::AlreadyExists(format!("{} is the live manifest", path.display())));
         }
         let mut log = Writer::new(fs.create(&path)?);
         log.add_record(&snapshot.encode())?;
@@ -559,9 +545,7 @@ mod tests {
 
     fn expect_corruption(r: Result<Option<(u64, Vec<VersionEdit>)>>, file: &Path) -> u64 {
         match r {
-            Err(Error::Corruption {
-                file: f, offset, ..
-            }) => {
+            Err(Error::Corruption { file: f, offset, .. }) => {
                 assert_eq!(f, file);
                 offset
             }
@@ -573,10 +557,7 @@ mod tests {
     fn file_names() {
         assert_eq!(manifest_file_name(7), "MANIFEST-000007");
         assert_eq!(parse_manifest_file_name("MANIFEST-000007"), Some(7));
-        assert_eq!(
-            parse_manifest_file_name("MANIFEST-1234567"),
-            Some(1_234_567)
-        );
+        assert_eq!(parse_manifest_file_name("MANIFEST-1234567"), Some(1_234_567));
         for bad in [
             "MANIFEST-7",
             "MANIFEST-",
@@ -602,15 +583,12 @@ mod tests {
         }
         assert!(m.size() > size0);
         assert_eq!(
-            fs.read_all(&dir.path().join(CURRENT_FILE_NAME))
-                .expect("CURRENT"),
+            fs.read_all(&dir.path().join(CURRENT_FILE_NAME)).expect("CURRENT"),
             b"MANIFEST-000007\n"
         );
         assert!(!fs.exists(&dir.path().join(CURRENT_TMP_NAME)));
 
-        let (number, edits) = read_current(fs.as_ref(), dir.path())
-            .expect("read")
-            .expect("some");
+        let (number, edits) = read_current(fs.as_ref(), dir.path()).expect("read").expect("some");
         assert_eq!(number, 7);
         let mut want = vec![snapshot()];
         want.extend(deltas());
@@ -631,9 +609,7 @@ mod tests {
             ..Default::default()
         };
         m.log(&delta).expect("log");
-        let (number, edits) = read_current(&RealFs, dir.path())
-            .expect("read")
-            .expect("some");
+        let (number, edits) = read_current(&RealFs, dir.path()).expect("read").expect("some");
         assert_eq!((number, edits), (9, vec![snap, delta]));
         // The old manifest is untouched and still readable.
         assert_eq!(
@@ -650,9 +626,7 @@ mod tests {
         write_manifest(dir.path());
         let r = ManifestWriter::create(fs(), dir.path(), 7, &VersionEdit::default());
         assert!(matches!(r, Err(Error::AlreadyExists(_))), "{r:?}");
-        let (_, edits) = read_current(&RealFs, dir.path())
-            .expect("read")
-            .expect("some");
+        let (_, edits) = read_current(&RealFs, dir.path()).expect("read").expect("some");
         assert_eq!(edits.len(), 4, "live manifest must be intact");
     }
 
@@ -684,9 +658,7 @@ mod tests {
         let mut bad = bytes.clone();
         bad[last + HEADER_LEN] ^= 0x10;
         rewrite(&path, &bad);
-        let (_, edits) = read_current(&RealFs, dir.path())
-            .expect("ok")
-            .expect("some");
+        let (_, edits) = read_current(&RealFs, dir.path()).expect("ok").expect("some");
         assert_eq!(edits.len(), 3);
     }
 
@@ -715,10 +687,7 @@ mod tests {
         let at = w.add_record(&[99, 0]).expect("add");
         w.sync().expect("sync");
         drop(w);
-        assert_eq!(
-            expect_corruption(read_current(&RealFs, dir.path()), &path),
-            at
-        );
+        assert_eq!(expect_corruption(read_current(&RealFs, dir.path()), &path), at);
     }
 
     #[test]
@@ -859,14 +828,13 @@ mod tests {
 
     fn arb_edit() -> impl Strategy<Value = VersionEdit> {
         use proptest::collection::vec;
-        let new_file = (any::<u32>(), any::<u32>(), any::<u64>(), arb_meta()).prop_map(
-            |(keyspace, level, run, meta)| NewFile {
+        let new_file =
+            (any::<u32>(), any::<u32>(), any::<u64>(), arb_meta()).prop_map(|(keyspace, level, run, meta)| NewFile {
                 keyspace,
                 level,
                 run,
                 meta,
-            },
-        );
+            });
         (
             vec((any::<u32>(), ".{0,12}"), 0..4),
             vec(any::<u32>(), 0..4),
@@ -878,10 +846,7 @@ mod tests {
                 proptest::option::of(any::<u64>()),
                 proptest::option::of(any::<u32>()),
             ),
-            vec(
-                (".{0,12}", proptest::option::of(vec(any::<u8>(), 0..16))),
-                0..4,
-            ),
+            vec((".{0,12}", proptest::option::of(vec(any::<u8>(), 0..16))), 0..4),
         )
             .prop_map(
                 |(

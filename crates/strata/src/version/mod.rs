@@ -50,14 +50,14 @@ impl TableFile {
 
     /// True if its user-key range intersects `[lo, hi]` (inclusive; `None` = unbounded).
     pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
-        lo.is_none_or(|lo| self.meta.largest.as_slice() >= lo) && hi.is_none_or(|hi| self.meta.smallest.as_slice() <= hi)
+        lo.is_none_or(|lo| self.meta.largest.as_slice() >= lo)
+            && hi.is_none_or(|hi| self.meta.smallest.as_slice() <= hi)
     }
 
     /// True if `key` lies in its range.
     pub fn may_hold(&self, key: &[u8]) -> bool {
         self.meta.smallest.as_slice() <= key && key <= self.meta.largest.as_slice()
     }
-
 }
 
 /// Marks files removed by a durable edit: each is deleted when its last holder drops it.
@@ -176,7 +176,11 @@ impl Version {
     /// Applies an edit, producing the next version and the files it removed (except
     /// those the same edit re-adds: a move). The caller marks the removed files obsolete
     /// with [`mark_obsolete`] once the edit is durable.
-    pub(crate) fn apply(&self, edit: &VersionEdit, ctx: &FileContext) -> Result<(Version, Vec<Arc<TableFile>>), String> {
+    pub(crate) fn apply(
+        &self,
+        edit: &VersionEdit,
+        ctx: &FileContext,
+    ) -> Result<(Version, Vec<Arc<TableFile>>), String> {
         let mut v = self.clone();
         for (id, name) in &edit.new_keyspaces {
             if v.keyspaces.contains_key(id) {
@@ -193,13 +197,19 @@ impl Version {
         }
         let mut removed: HashMap<u64, Arc<TableFile>> = HashMap::new();
         for id in &edit.dropped_keyspaces {
-            let ks = v.keyspaces.remove(id).ok_or_else(|| format!("dropped keyspace {id} does not exist"))?;
+            let ks = v
+                .keyspaces
+                .remove(id)
+                .ok_or_else(|| format!("dropped keyspace {id} does not exist"))?;
             for f in ks.files() {
                 removed.insert(f.number(), f.clone());
             }
         }
         for (ks_id, number) in &edit.deleted_files {
-            let ks = v.keyspaces.get_mut(ks_id).ok_or_else(|| format!("file {number} removed from unknown keyspace {ks_id}"))?;
+            let ks = v
+                .keyspaces
+                .get_mut(ks_id)
+                .ok_or_else(|| format!("file {number} removed from unknown keyspace {ks_id}"))?;
             let mut found = None;
             for level in &mut ks.levels {
                 for run in &mut level.runs {
@@ -299,6 +309,9 @@ impl Version {
 
     /// Numbers of every live file.
     pub fn live_files(&self) -> Vec<u64> {
-        self.keyspaces.values().flat_map(|k| k.files().map(|f| f.number())).collect()
+        self.keyspaces
+            .values()
+            .flat_map(|k| k.files().map(|f| f.number()))
+            .collect()
     }
 }

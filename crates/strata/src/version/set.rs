@@ -48,10 +48,9 @@ impl VersionSet {
         };
         let manifest_path = vs.ctx.dir.join(format!("MANIFEST-{number:06}"));
         for (i, e) in edits.iter().enumerate() {
-            let (v, removed) = vs
-                .current
-                .apply(e, &vs.ctx)
-                .map_err(|reason| Error::corruption(&manifest_path, i as u64, format!("edit {i} does not apply: {reason}")))?;
+            let (v, removed) = vs.current.apply(e, &vs.ctx).map_err(|reason| {
+                Error::corruption(&manifest_path, i as u64, format!("edit {i} does not apply: {reason}"))
+            })?;
             vs.current = Arc::new(v);
             super::mark_obsolete(&removed);
             vs.absorb_counters(e);
@@ -109,7 +108,12 @@ impl VersionSet {
         let mut snap = self.current.snapshot_edit();
         self.fill_counters(&mut snap);
         let old = self.manifest.as_ref().map(|m| m.number());
-        self.manifest = Some(ManifestWriter::create(self.ctx.fs.clone(), &self.ctx.dir, number, &snap)?);
+        self.manifest = Some(ManifestWriter::create(
+            self.ctx.fs.clone(),
+            &self.ctx.dir,
+            number,
+            &snap,
+        )?);
         if let Some(old) = old {
             let _ = self.ctx.fs.remove(&self.ctx.dir.join(format!("MANIFEST-{old:06}")));
         }

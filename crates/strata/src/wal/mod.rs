@@ -79,8 +79,7 @@ mod tests {
 
     impl RandomAccessFile for MemFile {
         fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-            self.max_read
-                .fetch_max(len, std::sync::atomic::Ordering::Relaxed);
+            self.max_read.fetch_max(len, std::sync::atomic::Ordering::Relaxed);
             let start = offset as usize;
             match self.data.get(start..start + len) {
                 Some(s) => Ok(s.to_vec()),
@@ -189,9 +188,7 @@ mod tests {
 
     fn assert_corruption_at(err: Option<Error>, file: &Path, at: u64) {
         match err {
-            Some(Error::Corruption {
-                file: f, offset, ..
-            }) => {
+            Some(Error::Corruption { file: f, offset, .. }) => {
                 assert_eq!(f, file);
                 assert_eq!(offset, at);
             }
@@ -205,14 +202,7 @@ mod tests {
         assert_eq!(log_file_name(12_345_678), "12345678.wal");
         assert_eq!(parse_log_file_name("000007.wal"), Some(7));
         assert_eq!(parse_log_file_name("12345678.wal"), Some(12_345_678));
-        for bad in [
-            "7.wal",
-            "00007.wal",
-            "000007.sst",
-            "+00007.wal",
-            "0000007.wal",
-            ".wal",
-        ] {
+        for bad in ["7.wal", "00007.wal", "000007.sst", "+00007.wal", "0000007.wal", ".wal"] {
             assert_eq!(parse_log_file_name(bad), None, "{bad}");
         }
     }
@@ -251,10 +241,7 @@ mod tests {
         let (bytes, offsets) = frame(&payloads);
         for chunk in [1, 7, 8, 9, 64, 257, 4096] {
             let (recs, err, torn) = read_mem(bytes.clone(), chunk);
-            assert!(
-                err.is_none() && torn.is_none(),
-                "chunk {chunk}: {err:?} {torn:?}"
-            );
+            assert!(err.is_none() && torn.is_none(), "chunk {chunk}: {err:?} {torn:?}");
             let want: Records = offsets.iter().copied().zip(payloads.clone()).collect();
             assert_eq!(recs, want, "chunk {chunk}");
         }
@@ -272,11 +259,7 @@ mod tests {
         assert_eq!(recs.len(), payloads.len());
         let max = file.max_read.load(std::sync::atomic::Ordering::Relaxed);
         assert!(max <= 1 << 20, "largest read {max} bytes");
-        assert!(
-            r.buffer_capacity() <= 2 << 20,
-            "buffer grew to {}",
-            r.buffer_capacity()
-        );
+        assert!(r.buffer_capacity() <= 2 << 20, "buffer grew to {}", r.buffer_capacity());
     }
 
     #[test]
@@ -419,10 +402,7 @@ mod tests {
         assert_eq!(w.add_record(b"one").expect("first"), 0);
         assert!(w.add_record(b"two").is_err());
         assert!(w.is_failed());
-        assert!(
-            w.add_record(b"three").is_err(),
-            "must refuse after a failure"
-        );
+        assert!(w.add_record(b"three").is_err(), "must refuse after a failure");
         assert!(w.sync().is_err());
         assert!(w.flush().is_err());
     }

@@ -28,10 +28,7 @@ impl std::fmt::Debug for Writer {
 impl Writer {
     /// Wraps a file opened for appending; records start at the file's current length.
     pub fn new(file: Box<dyn WritableFile>) -> Self {
-        Writer {
-            file,
-            failed: false,
-        }
+        Writer { file, failed: false }
     }
 
     /// Appends one record and returns the file offset where it starts.
@@ -50,10 +47,7 @@ impl Writer {
         let offset = self.file.len();
         let header = encode_header(payload);
         // Two appends avoid copying large payloads; the file buffers them anyway.
-        let r = self
-            .file
-            .append(&header)
-            .and_then(|()| self.file.append(payload));
+        let r = self.file.append(&header).and_then(|()| self.file.append(payload));
         self.poison_on_err(r)?;
         Ok(offset)
     }

@@ -60,21 +60,61 @@ pub enum ScanMode {
 
 #[derive(Debug, Clone)]
 pub enum Op {
-    Put { ks: usize, key: u16, vlen: usize },
-    Delete { ks: usize, key: u16 },
-    DeleteRange { ks: usize, start: u16, end: u16 },
+    Put {
+        ks: usize,
+        key: u16,
+        vlen: usize,
+    },
+    Delete {
+        ks: usize,
+        key: u16,
+    },
+    DeleteRange {
+        ks: usize,
+        start: u16,
+        end: u16,
+    },
     Batch(Vec<WOp>),
     /// `count` consecutive keys from `start` in one batch (volume, to force flushes).
-    Fill { ks: usize, start: u16, count: u16, vlen: usize },
-    Get { ks: usize, key: u16 },
-    Scan { ks: usize, lo: Bound<u16>, hi: Bound<u16>, mode: ScanMode },
+    Fill {
+        ks: usize,
+        start: u16,
+        count: u16,
+        vlen: usize,
+    },
+    Get {
+        ks: usize,
+        key: u16,
+    },
+    Scan {
+        ks: usize,
+        lo: Bound<u16>,
+        hi: Bound<u16>,
+        mode: ScanMode,
+    },
     TakeSnapshot,
-    SnapGet { snap: Index, ks: usize, key: u16 },
-    SnapScan { snap: Index, ks: usize, lo: Bound<u16>, hi: Bound<u16>, mode: ScanMode },
-    DropSnapshot { snap: Index },
+    SnapGet {
+        snap: Index,
+        ks: usize,
+        key: u16,
+    },
+    SnapScan {
+        snap: Index,
+        ks: usize,
+        lo: Bound<u16>,
+        hi: Bound<u16>,
+        mode: ScanMode,
+    },
+    DropSnapshot {
+        snap: Index,
+    },
     Flush,
     CompactAll,
-    CompactKeyspace { ks: usize, lo: Bound<u16>, hi: Bound<u16> },
+    CompactKeyspace {
+        ks: usize,
+        lo: Bound<u16>,
+        hi: Bound<u16>,
+    },
     WaitForBackground,
     Reopen,
 }
@@ -214,7 +254,11 @@ fn consume(scan: strata::Scan, mode: ScanMode) -> Result<Vec<(Vec<u8>, Vec<u8>)>
             let mut front = Vec::new();
             let mut back = Vec::new();
             loop {
-                let f = if (front.len() + back.len()) % 2 == 0 { scan.next() } else { scan.next_back() };
+                let f = if (front.len() + back.len()) % 2 == 0 {
+                    scan.next()
+                } else {
+                    scan.next_back()
+                };
                 match f {
                     None => break,
                     Some(Err(e)) => return Err(err(e)),
@@ -239,7 +283,10 @@ fn consume(scan: strata::Scan, mode: ScanMode) -> Result<Vec<(Vec<u8>, Vec<u8>)>
 }
 
 fn expected(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, mode: ScanMode) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let all = m.iter().filter(|(k, _)| in_bounds(k, lo, hi)).map(|(k, v)| (k.clone(), v.clone()));
+    let all = m
+        .iter()
+        .filter(|(k, _)| in_bounds(k, lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()));
     match mode {
         ScanMode::Forward | ScanMode::Alternate => all.collect(),
         ScanMode::Reverse => all.rev().collect(),
@@ -299,7 +346,8 @@ impl Harness {
             } else if create {
                 db.create_keyspace(name).map_err(|e| format!("create_keyspace: {e}"))?
             } else {
-                db.keyspace(name).map_err(|e| format!("keyspace {name} after reopen: {e}"))?
+                db.keyspace(name)
+                    .map_err(|e| format!("keyspace {name} after reopen: {e}"))?
             };
             self.ks.push(ks);
         }
@@ -368,13 +416,19 @@ impl Harness {
             }
             Op::DeleteRange { ks, start, end } => {
                 let (s, e) = (key(*start), key(*end));
-                self.ks[*ks].delete_range(&s[..]..&e[..]).map_err(|e| format!("delete_range: {e}"))?;
+                self.ks[*ks]
+                    .delete_range(&s[..]..&e[..])
+                    .map_err(|e| format!("delete_range: {e}"))?;
                 self.model[*ks].retain(|k, _| !(s <= *k && *k < e));
             }
             Op::Batch(ops) => self.write(ops)?,
             Op::Fill { ks, start, count, vlen } => {
                 let ops: Vec<WOp> = (*start..(*start + *count).min(UNIVERSE))
-                    .map(|key| WOp::Put { ks: *ks, key, vlen: *vlen })
+                    .map(|key| WOp::Put {
+                        ks: *ks,
+                        key,
+                        vlen: *vlen,
+                    })
                     .collect();
                 self.write(&ops)?;
             }
@@ -386,26 +440,41 @@ impl Harness {
                         "get({}) in {}: got {:?}, want {:?}",
                         show(&key(*k)),
                         KS_NAMES[*ks],
-                        got.map(|v| show(&v)),
-                        want.map(|v| show(&v))
+                        got.map(|v| show(&v[..v.len().min(24)])),
+                        want.map(|v| show(&v[..v.len().min(24)]))
                     ));
                 }
             }
             Op::Scan { ks, lo, hi, mode } => {
                 let (lo, hi) = (bytes_bound(lo), bytes_bound(hi));
-                let scan = self.ks[*ks].scan((lo.clone(), hi.clone())).map_err(|e| format!("scan: {e}"))?;
+                let scan = self.ks[*ks]
+                    .scan((lo.clone(), hi.clone()))
+                    .map_err(|e| format!("scan: {e}"))?;
                 let got = consume(scan, *mode)?;
                 let want = expected(&self.model[*ks], &lo, &hi, *mode);
-                compare(&format!("scan {:?}..{:?} {mode:?} in {}", lo.as_ref().map(|k| show(k)), hi.as_ref().map(|k| show(k)), KS_NAMES[*ks]), &got, &want)?;
+                compare(
+                    &format!(
+                        "scan {:?}..{:?} {mode:?} in {}",
+                        lo.as_ref().map(|k| show(k)),
+                        hi.as_ref().map(|k| show(k)),
+                        KS_NAMES[*ks]
+                    ),
+                    &got,
+                    &want,
+                )?;
             }
             Op::TakeSnapshot => {
                 let s = self.db().snapshot();
                 self.snaps.push((s, self.model.clone()));
             }
             Op::SnapGet { snap, ks, key: k } => {
-                let Some(i) = self.snapshot_index(snap) else { return Ok(()) };
+                let Some(i) = self.snapshot_index(snap) else {
+                    return Ok(());
+                };
                 let (s, m) = &self.snaps[i];
-                let got = s.get(&self.ks[*ks], &key(*k)).map_err(|e| format!("snapshot get: {e}"))?;
+                let got = s
+                    .get(&self.ks[*ks], &key(*k))
+                    .map_err(|e| format!("snapshot get: {e}"))?;
                 let want = m[*ks].get(&key(*k)).cloned();
                 if got != want {
                     return Err(format!(
@@ -413,19 +482,27 @@ impl Harness {
                         s.seq(),
                         show(&key(*k)),
                         KS_NAMES[*ks],
-                        got.map(|v| show(&v)),
-                        want.map(|v| show(&v))
+                        got.map(|v| show(&v[..v.len().min(24)])),
+                        want.map(|v| show(&v[..v.len().min(24)]))
                     ));
                 }
             }
             Op::SnapScan { snap, ks, lo, hi, mode } => {
-                let Some(i) = self.snapshot_index(snap) else { return Ok(()) };
+                let Some(i) = self.snapshot_index(snap) else {
+                    return Ok(());
+                };
                 let (s, m) = &self.snaps[i];
                 let (lo, hi) = (bytes_bound(lo), bytes_bound(hi));
-                let scan = s.scan(&self.ks[*ks], (lo.clone(), hi.clone())).map_err(|e| format!("snapshot scan: {e}"))?;
+                let scan = s
+                    .scan(&self.ks[*ks], (lo.clone(), hi.clone()))
+                    .map_err(|e| format!("snapshot scan: {e}"))?;
                 let got = consume(scan, *mode)?;
                 let want = expected(&m[*ks], &lo, &hi, *mode);
-                compare(&format!("snapshot #{i} (seq {}) scan {mode:?} in {}", s.seq(), KS_NAMES[*ks]), &got, &want)?;
+                compare(
+                    &format!("snapshot #{i} (seq {}) scan {mode:?} in {}", s.seq(), KS_NAMES[*ks]),
+                    &got,
+                    &want,
+                )?;
             }
             Op::DropSnapshot { snap } => {
                 if let Some(i) = self.snapshot_index(snap) {
@@ -442,11 +519,15 @@ impl Harness {
             }
             Op::CompactKeyspace { ks, lo, hi } => {
                 let (lo, hi) = (bytes_bound(lo), bytes_bound(hi));
-                self.ks[*ks].compact_range((lo, hi)).map_err(|e| format!("keyspace compact_range: {e}"))?;
+                self.ks[*ks]
+                    .compact_range((lo, hi))
+                    .map_err(|e| format!("keyspace compact_range: {e}"))?;
                 self.observe_shape();
             }
             Op::WaitForBackground => {
-                self.db().wait_for_background().map_err(|e| format!("wait_for_background: {e}"))?;
+                self.db()
+                    .wait_for_background()
+                    .map_err(|e| format!("wait_for_background: {e}"))?;
                 self.observe_shape();
             }
             Op::Reopen => self.reopen()?,
@@ -471,17 +552,30 @@ impl Harness {
     /// Full scans and point reads of every keyspace, and every live snapshot.
     pub fn check_all(&mut self) -> Result<(), String> {
         for ks in 0..self.nks {
-            let got = consume(self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Forward)?;
+            let got = consume(
+                self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?,
+                ScanMode::Forward,
+            )?;
             let want: Vec<_> = self.model[ks].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             compare(&format!("full scan of {}", KS_NAMES[ks]), &got, &want)?;
-            let got = consume(self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?, ScanMode::Reverse)?;
-            let want: Vec<_> = self.model[ks].iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let got = consume(
+                self.ks[ks].scan(..).map_err(|e| format!("scan: {e}"))?,
+                ScanMode::Reverse,
+            )?;
+            let want: Vec<_> = self.model[ks]
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             compare(&format!("full reverse scan of {}", KS_NAMES[ks]), &got, &want)?;
             for k in 0..UNIVERSE {
                 self.apply(&Op::Get { ks, key: k })?;
             }
             for (i, (s, m)) in self.snaps.iter().enumerate() {
-                let got = consume(s.scan(&self.ks[ks], ..).map_err(|e| format!("snapshot scan: {e}"))?, ScanMode::Forward)?;
+                let got = consume(
+                    s.scan(&self.ks[ks], ..).map_err(|e| format!("snapshot scan: {e}"))?,
+                    ScanMode::Forward,
+                )?;
                 let want: Vec<_> = m[ks].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 compare(&format!("full scan of snapshot #{i} in {}", KS_NAMES[ks]), &got, &want)?;
             }
@@ -496,8 +590,11 @@ impl Harness {
         }
         self.observe_shape();
         self.check_all().map_err(|e| format!("final check: {e}"))?;
-        self.db().wait_for_background().map_err(|e| format!("wait_for_background: {e}"))?;
-        self.check_all().map_err(|e| format!("check after background work: {e}"))?;
+        self.db()
+            .wait_for_background()
+            .map_err(|e| format!("wait_for_background: {e}"))?;
+        self.check_all()
+            .map_err(|e| format!("check after background work: {e}"))?;
         self.reopen().map_err(|e| format!("final reopen: {e}"))
     }
 

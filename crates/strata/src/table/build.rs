@@ -1,0 +1,123 @@
+//! Building a secondary index on a table that already has rows.
+//!
+//! 1. One catalog edit creates the index's keyspace, marked *building*, with its
+//!    compactions paused. From then on every write maintains it, and (deferred mode)
+//!    primary compactions send it deferred deletes.
+//! 2. The rows visible at a snapshot taken after that edit are turned into index
+//!    entries carrying each row version's own seqno, sorted within a memory bound, and
+//!    written as the index's level-1 run. Level 1 is still empty (compactions are
+//!    paused), and every entry written by concurrent statements is newer and sits in
+//!    level 0, so the level order stays true.
+//! 3. One edit installs those files and marks the index ready; compactions resume.
+
+use super::Table;
+use super::catalog::{IndexEntry, TABLE_META_PREFIX, TableDef, index_keyspace_name};
+use super::schema::IndexDef;
+use crate::compaction::OutputWriter;
+use crate::compaction::sorter::ExternalSorter;
+use crate::db::{Keyspace, Snapshot};
+use crate::error::{Error, Result};
+use crate::key::{ValueKind, internal_key};
+use crate::version::VersionEdit;
+
+pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
+    let db = table.db.clone();
+    let name = def.name.clone();
+    let keyspace = {
+        let _ddl = db.ddl.write();
+        let rt = table.runtime()?;
+        let layout = &rt.layout;
+        if layout.indexes.iter().any(|i| i.name == name) {
+            return Err(Error::AlreadyExists(format!(
+                "index {name:?} of table {:?}",
+                layout.name
+            )));
+        }
+        let mut schema = layout.schema.clone();
+        schema.indexes.push(def);
+        let schema = schema.validated()?;
+        let ks_name = index_keyspace_name(table.name(), &name);
+        let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
+        let mut entries: Vec<IndexEntry> = layout
+            .indexes
+            .iter()
+            .map(|i| IndexEntry {
+                name: i.name.clone(),
+                keyspace: i.keyspace,
+                building: i.building,
+            })
+            .collect();
+        let primary = layout.primary;
+        let ids = db.catalog_edit_with(&[ks_name.as_str()], &[], true, |ids| {
+            entries.push(IndexEntry {
+                name: name.clone(),
+                keyspace: ids[0],
+                building: true,
+            });
+            let def = TableDef {
+                schema,
+                primary,
+                indexes: entries,
+            };
+            Ok(vec![(meta_key, Some(def.encode()))])
+        })?;
+        ids[0]
+    };
+    let r = fill_index(table, &name, keyspace);
+    db.bg.lock().paused.remove(&keyspace);
+    db.bg_cv.notify_all();
+    if let Err(e) = r {
+        // Leave no half-built index behind.
+        let _ = table.drop_index(&name);
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
+    let db = table.db.clone();
+    let rt = table.runtime()?;
+    let layout = rt.layout.clone();
+    let ix = layout.index(name)?.clone();
+    let snapshot = Snapshot::new(db.clone());
+    let primary = Keyspace::new(db.clone(), layout.primary, std::sync::Arc::from(""));
+    let mut sorter = ExternalSorter::new(db.job_ctx.clone(), db.opts.deferred_sort_memory);
+    let mut scan = snapshot.scan(&primary, ..)?;
+    while let Some(entry) = scan.next_versioned() {
+        let (pk, seq, bytes) = entry?;
+        let row = layout.decode(&bytes)?;
+        let key = layout.secondary_key(&ix, &row, &pk);
+        sorter.push(internal_key(&key, seq, ValueKind::Put), Vec::new())?;
+    }
+    let run = db.versions.lock().new_file_number();
+    let mut out = OutputWriter::new(db.job_ctx.clone(), keyspace, 1, run, Vec::new());
+    let mut stream = sorter.finish()?;
+    while let Some((k, v)) = stream.next_entry()? {
+        out.add(&k, &v)?;
+    }
+    let (files, _) = out.finish()?;
+    let _ddl = db.ddl.write();
+    let rt = table.runtime()?;
+    let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
+    let def = TableDef {
+        schema: rt.layout.schema.clone(),
+        primary: rt.layout.primary,
+        indexes: rt
+            .layout
+            .indexes
+            .iter()
+            .map(|i| IndexEntry {
+                name: i.name.clone(),
+                keyspace: i.keyspace,
+                building: i.building && i.name != name,
+            })
+            .collect(),
+    };
+    let edit = VersionEdit {
+        new_files: files,
+        meta: vec![(meta_key, Some(def.encode()))],
+        ..Default::default()
+    };
+    db.install_edit(edit, None)?;
+    db.refresh_registry()
+}

@@ -1,0 +1,198 @@
+//! `strata check`: verifies that every table's indexes agree with its rows.
+//!
+//! * every live row is in every secondary index;
+//! * every secondary entry either validates against the primary or is provably dirty
+//!   (its row is gone or has another key); eager tables must have no dirty entry;
+//! * unique indexes hold at most one valid entry per key;
+//! * with `compact_first`, after a full compaction (no snapshots held), each secondary
+//!   index of a deferred table holds exactly one entry per live row and no tombstone.
+
+use std::sync::Arc;
+
+use super::layout::Layout;
+use super::runtime::TableRuntime;
+use crate::db::{Db, Keyspace, Snapshot};
+use crate::error::Result;
+
+/// What to verify.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Flush and compact everything first, then also verify that secondary indexes hold
+    /// exactly one entry per live row.
+    pub compact_first: bool,
+}
+
+/// Findings for one secondary index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexCheck {
+    /// Index name.
+    pub name: String,
+    /// Visible entries scanned.
+    pub entries: u64,
+    /// Entries that validate.
+    pub valid: u64,
+    /// Entries whose row version is gone (deferred garbage).
+    pub dirty: u64,
+    /// Live rows missing from the index.
+    pub missing: u64,
+    /// Entries in its SSTables (after compaction, when requested).
+    pub file_entries: u64,
+}
+
+/// Findings for one table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableCheck {
+    /// Table name.
+    pub name: String,
+    /// Live rows.
+    pub rows: u64,
+    /// Per secondary index.
+    pub indexes: Vec<IndexCheck>,
+}
+
+/// The result of a check.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Per table.
+    pub tables: Vec<TableCheck>,
+    /// Every inconsistency found (empty when the database is consistent).
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// True when nothing is wrong.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl std::fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for t in &self.tables {
+            writeln!(f, "table {}: {} rows", t.name, t.rows)?;
+            for i in &t.indexes {
+                writeln!(
+                    f,
+                    "  index {}: {} entries ({} valid, {} dirty), {} missing, {} in files",
+                    i.name, i.entries, i.valid, i.dirty, i.missing, i.file_entries
+                )?;
+            }
+        }
+        if self.problems.is_empty() {
+            write!(f, "ok")
+        } else {
+            for p in &self.problems {
+                writeln!(f, "PROBLEM: {p}")?;
+            }
+            write!(f, "{} problem(s)", self.problems.len())
+        }
+    }
+}
+
+/// Checks every table of `db`.
+pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
+    let inner = db.inner().clone();
+    if opts.compact_first {
+        db.compact_range()?;
+    }
+    let tables: Vec<TableRuntime> = inner.catalog.read().tables.values().cloned().collect();
+    let mut report = CheckReport::default();
+    for rt in tables {
+        let tc = check_table(db, &rt.layout, opts, &mut report.problems)?;
+        report.tables.push(tc);
+    }
+    Ok(report)
+}
+
+fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut Vec<String>) -> Result<TableCheck> {
+    let inner = db.inner().clone();
+    let snap = Snapshot::new(inner.clone());
+    let ks = |id: u32| Keyspace::new(inner.clone(), id, Arc::from(""));
+    let primary = ks(layout.primary);
+    let mut tc = TableCheck {
+        name: layout.name.clone(),
+        ..Default::default()
+    };
+    let ready: Vec<_> = layout.indexes.iter().filter(|i| !i.building).collect();
+    tc.indexes = ready
+        .iter()
+        .map(|i| IndexCheck {
+            name: i.name.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let mut scan = snap.scan(&primary, ..)?;
+    while let Some(e) = scan.next_versioned() {
+        let (pk, _, bytes) = e?;
+        tc.rows += 1;
+        let row = match layout.decode(&bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(format!("table {}: undecodable row: {e}", layout.name));
+                continue;
+            }
+        };
+        for (ix, ic) in ready.iter().zip(tc.indexes.iter_mut()) {
+            let key = layout.secondary_key(ix, &row, &pk);
+            if snap.get(&ks(ix.keyspace), &key)?.is_none() {
+                ic.missing += 1;
+                problems.push(format!(
+                    "table {}: a row is missing from index {}",
+                    layout.name, ix.name
+                ));
+            }
+        }
+    }
+    for (ix, ic) in ready.iter().zip(tc.indexes.iter_mut()) {
+        let mut last_unique: Option<Vec<u8>> = None;
+        let mut scan = snap.scan(&ks(ix.keyspace), ..)?;
+        while let Some(e) = scan.next_versioned() {
+            let (key, seq, _) = e?;
+            ic.entries += 1;
+            let (ikey, pk) = layout.split_secondary(ix, &key)?;
+            let valid = match snap.get_versioned(&primary, pk)? {
+                Some((row_seq, bytes)) => {
+                    let row = layout.decode(&bytes)?;
+                    let mut k = Vec::new();
+                    ix.shape.encode_row_key(&row, &mut k);
+                    row_seq == seq || k == ikey
+                }
+                None => false,
+            };
+            if valid {
+                ic.valid += 1;
+                if ix.unique && !ix.shape.decode(ikey)?.iter().any(|v| v.is_null()) {
+                    if last_unique.as_deref() == Some(ikey) {
+                        problems.push(format!(
+                            "table {}: unique index {} holds a duplicate key",
+                            layout.name, ix.name
+                        ));
+                    }
+                    last_unique = Some(ikey.to_vec());
+                }
+            } else {
+                ic.dirty += 1;
+                if !layout.deferred() {
+                    problems.push(format!(
+                        "table {}: eager index {} holds a stale entry",
+                        layout.name, ix.name
+                    ));
+                }
+            }
+        }
+        let sv = inner.current();
+        if let Some(tree) = sv.version.keyspace(ix.keyspace) {
+            ic.file_entries = tree.files().map(|f| f.meta.entries).sum();
+            if opts.compact_first && layout.deferred() {
+                let tombstones: u64 = tree.files().map(|f| f.meta.tombstones).sum();
+                if ic.file_entries != tc.rows || tombstones != 0 {
+                    problems.push(format!(
+                        "table {}: after full compaction index {} holds {} entries ({} tombstones) for {} rows",
+                        layout.name, ix.name, ic.file_entries, tombstones, tc.rows
+                    ));
+                }
+            }
+        }
+    }
+    Ok(tc)
+}

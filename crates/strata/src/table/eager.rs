@@ -1,0 +1,42 @@
+//! Eager index maintenance, the classic LSM table: every REPLACE and DELETE reads the
+//! old row first (the *hidden read*) and writes explicit deletes for the secondary
+//! entries whose key changes. Secondary indexes never hold stale entries.
+
+use super::layout::Layout;
+use super::value::Value;
+use crate::batch::WriteBatch;
+
+/// Writes `row` (encoded as `bytes`) under `pk`, given the old row if there was one.
+/// All operations share one seqno: the row version's.
+pub(crate) fn write_row(
+    layout: &Layout,
+    batch: &mut WriteBatch,
+    pk: &[u8],
+    bytes: &[u8],
+    row: &[Value],
+    old: Option<&[Value]>,
+) {
+    batch.put(&layout.primary, pk, bytes);
+    for ix in &layout.indexes {
+        let new_key = layout.secondary_key(ix, row, pk);
+        if let Some(old) = old {
+            let old_key = layout.secondary_key(ix, old, pk);
+            if old_key == new_key {
+                continue;
+            }
+            batch.share_seq();
+            batch.delete(&ix.keyspace, &old_key);
+        }
+        batch.share_seq();
+        batch.put(&ix.keyspace, &new_key, &[]);
+    }
+}
+
+/// Deletes the row under `pk`, whose current contents are `old`.
+pub(crate) fn delete_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8], old: &[Value]) {
+    batch.delete(&layout.primary, pk);
+    for ix in &layout.indexes {
+        batch.share_seq();
+        batch.delete(&ix.keyspace, &layout.secondary_key(ix, old, pk));
+    }
+}

@@ -1,0 +1,226 @@
+//! How a table's rows map to keys: the primary keyspace stores
+//! `key(pk fields) -> row`, each secondary keyspace stores
+//! `key(index fields) ++ key(pk fields) -> ""`, with the order-preserving key codec so
+//! byte order is value order. A row version and all its index entries share one seqno.
+
+use super::catalog::TableDef;
+use super::codec::{decode_key, decode_row, encode_key, encode_row};
+use super::schema::{FieldType, IndexMaintenance, Schema};
+use super::value::Value;
+use crate::compaction::SecondaryKeys;
+use crate::error::{Error, Result};
+
+/// The fields of one key, by position in the row.
+#[derive(Debug, Clone)]
+pub struct KeyShape {
+    /// Row positions of the key's fields.
+    pub positions: Vec<usize>,
+    /// Their types and nullability.
+    pub types: Vec<(FieldType, bool)>,
+}
+
+impl KeyShape {
+    fn new(schema: &Schema, names: &[String]) -> Result<KeyShape> {
+        let mut positions = Vec::new();
+        let mut types = Vec::new();
+        for n in names {
+            let p = schema
+                .fields
+                .iter()
+                .position(|f| &f.name == n)
+                .ok_or_else(|| Error::SchemaMismatch(format!("unknown field {n:?}")))?;
+            positions.push(p);
+            types.push((schema.fields[p].ty, schema.fields[p].nullable));
+        }
+        Ok(KeyShape { positions, types })
+    }
+
+    /// Appends the key of `row`.
+    pub fn encode_row_key(&self, row: &[Value], out: &mut Vec<u8>) {
+        let vals: Vec<Value> = self
+            .positions
+            .iter()
+            .map(|p| row.get(*p).cloned().unwrap_or(Value::Null))
+            .collect();
+        encode_key(out, &vals, &self.types);
+    }
+
+    /// Appends the key made of `values`, a prefix of the shape's fields.
+    pub fn encode_prefix(&self, values: &[Value], out: &mut Vec<u8>) -> Result<()> {
+        if values.len() > self.types.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} values given for a key of {} fields",
+                values.len(),
+                self.types.len()
+            )));
+        }
+        for (v, (ty, nullable)) in values.iter().zip(&self.types) {
+            check_value(v, *ty, *nullable)?;
+        }
+        encode_key(out, values, &self.types[..values.len()]);
+        Ok(())
+    }
+
+    /// Length of this shape's key at the start of `key`.
+    pub fn key_len(&self, key: &[u8]) -> Result<usize> {
+        Ok(decode_key(key, &self.types)?.1)
+    }
+
+    /// Decodes this shape's key at the start of `key`.
+    pub fn decode(&self, key: &[u8]) -> Result<Vec<Value>> {
+        Ok(decode_key(key, &self.types)?.0)
+    }
+
+    /// True if the row's values at this shape's positions contain a null.
+    pub fn has_null(&self, row: &[Value]) -> bool {
+        self.positions.iter().any(|p| row.get(*p).is_some_and(Value::is_null))
+    }
+}
+
+/// Checks one value against a field type.
+pub fn check_value(v: &Value, ty: FieldType, nullable: bool) -> Result<()> {
+    let ok = match (v, ty) {
+        (Value::Null, _) => nullable,
+        (Value::U64(_), FieldType::U64)
+        | (Value::I64(_), FieldType::I64)
+        | (Value::F64(_), FieldType::F64)
+        | (Value::Str(_), FieldType::Str)
+        | (Value::Bytes(_), FieldType::Bytes)
+        | (Value::Bool(_), FieldType::Bool) => true,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::SchemaMismatch(format!(
+            "value {v} ({}) does not fit a {ty:?}{} key field",
+            v.type_name(),
+            if nullable { " null" } else { "" }
+        )))
+    }
+}
+
+/// One secondary index of a table.
+#[derive(Debug, Clone)]
+pub struct IndexLayout {
+    /// Index name.
+    pub name: String,
+    /// Unique index.
+    pub unique: bool,
+    /// Its keyspace.
+    pub keyspace: u32,
+    /// Being built.
+    pub building: bool,
+    /// Its key fields.
+    pub shape: KeyShape,
+}
+
+/// The resolved layout of one table.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Table name.
+    pub name: String,
+    /// Schema.
+    pub schema: Schema,
+    /// Primary keyspace.
+    pub primary: u32,
+    /// Primary key fields.
+    pub pk: KeyShape,
+    /// Secondary indexes.
+    pub indexes: Vec<IndexLayout>,
+}
+
+impl Layout {
+    /// Resolves a catalog definition.
+    pub fn new(def: &TableDef) -> Result<Layout> {
+        let schema = def.schema.clone();
+        let pk = KeyShape::new(&schema, &schema.primary_key)?;
+        let mut indexes = Vec::new();
+        for (ix, entry) in schema.indexes.iter().zip(&def.indexes) {
+            indexes.push(IndexLayout {
+                name: ix.name.clone(),
+                unique: ix.unique,
+                keyspace: entry.keyspace,
+                building: entry.building,
+                shape: KeyShape::new(&schema, &ix.fields)?,
+            });
+        }
+        Ok(Layout {
+            name: schema.name.clone(),
+            primary: def.primary,
+            pk,
+            indexes,
+            schema,
+        })
+    }
+
+    /// True for deferred maintenance.
+    pub fn deferred(&self) -> bool {
+        self.schema.maintenance == IndexMaintenance::Deferred
+    }
+
+    /// The encoded primary key of `row`.
+    pub fn pk_of(&self, row: &[Value]) -> Vec<u8> {
+        let mut k = Vec::new();
+        self.pk.encode_row_key(row, &mut k);
+        k
+    }
+
+    /// The encoded primary key made of `values` (all primary key fields).
+    pub fn pk_from_values(&self, values: &[Value]) -> Result<Vec<u8>> {
+        if values.len() != self.pk.types.len() {
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} has a primary key of {} fields, {} given",
+                self.name,
+                self.pk.types.len(),
+                values.len()
+            )));
+        }
+        let mut k = Vec::new();
+        self.pk.encode_prefix(values, &mut k)?;
+        Ok(k)
+    }
+
+    /// The entry key of `row` in secondary index `ix`: index fields ++ primary key.
+    pub fn secondary_key(&self, ix: &IndexLayout, row: &[Value], pk: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(pk.len() + 16);
+        ix.shape.encode_row_key(row, &mut k);
+        k.extend_from_slice(pk);
+        k
+    }
+
+    /// Splits a secondary entry key into (index part, primary key part).
+    pub fn split_secondary<'a>(&self, ix: &IndexLayout, key: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
+        let n = ix.shape.key_len(key)?;
+        Ok(key.split_at(n))
+    }
+
+    /// Encodes a row after checking it against the schema.
+    pub fn encode(&self, row: &[Value]) -> Result<Vec<u8>> {
+        self.schema.check_row(row)?;
+        Ok(encode_row(&self.schema, row))
+    }
+
+    /// Decodes a stored row.
+    pub fn decode(&self, bytes: &[u8]) -> Result<Vec<Value>> {
+        decode_row(&self.schema, bytes)
+    }
+
+    /// The index by name.
+    pub fn index(&self, name: &str) -> Result<&IndexLayout> {
+        self.indexes
+            .iter()
+            .find(|i| i.name == name)
+            .ok_or_else(|| Error::NotFound(format!("index {name:?} of table {:?}", self.name)))
+    }
+}
+
+impl SecondaryKeys for Layout {
+    fn secondary_keys(&self, pk: &[u8], row: &[u8], out: &mut Vec<(u32, Vec<u8>)>) -> Result<()> {
+        let row = self.decode(row)?;
+        for ix in &self.indexes {
+            out.push((ix.keyspace, self.secondary_key(ix, &row, pk)));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,288 @@
+//! SELECT: equality on a prefix of an index's fields and/or a range on the next field,
+//! forward or reverse, with a limit, streamed.
+//!
+//! On a secondary index every hit `(index key, pk)` at seqno `s` is looked up in the
+//! primary index at the same snapshot. It is valid iff the visible row version has
+//! seqno `s`, or its index key equals the hit's (an eager write left an unchanged entry
+//! in place). Otherwise it is a dirty entry left by deferred maintenance: skipped and
+//! counted.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::layout::{IndexLayout, KeyShape, Layout};
+use super::runtime::{IndexCounters, TableRuntime, add};
+use super::value::Value;
+use super::{Row, Table};
+use crate::db::{Keyspace, Scan, Snapshot};
+use crate::error::{Error, Result};
+
+/// Name that selects through the primary index.
+pub const PRIMARY: &str = "primary";
+
+/// A query under construction: `table.select("by_age").eq(vec![..]).range(..).rows()`.
+#[derive(Debug)]
+pub struct Select {
+    table: Table,
+    index: String,
+    eq: Vec<Value>,
+    lower: Bound<Value>,
+    upper: Bound<Value>,
+    reverse: bool,
+    limit: Option<u64>,
+    snapshot: Option<Snapshot>,
+}
+
+impl Select {
+    pub(crate) fn new(table: Table, index: &str) -> Self {
+        Select {
+            table,
+            index: index.to_string(),
+            eq: Vec::new(),
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+            reverse: false,
+            limit: None,
+            snapshot: None,
+        }
+    }
+
+    /// Equality on the first `values.len()` fields of the index.
+    pub fn eq(mut self, values: Vec<Value>) -> Self {
+        self.eq = values;
+        self
+    }
+
+    /// A range on the field after the equality prefix.
+    pub fn range(mut self, lower: Bound<Value>, upper: Bound<Value>) -> Self {
+        self.lower = lower;
+        self.upper = upper;
+        self
+    }
+
+    /// Descending order.
+    pub fn reverse(mut self) -> Self {
+        self.reverse = true;
+        self
+    }
+
+    /// At most `n` rows.
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Reads at a snapshot instead of the latest state.
+    pub fn at(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.clone());
+        self
+    }
+
+    /// Number of matching rows.
+    pub fn count(self) -> Result<u64> {
+        let mut n = 0;
+        for r in self.rows()? {
+            r?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The matching rows, streamed in index order.
+    pub fn rows(self) -> Result<Rows> {
+        let rt = self.table.runtime()?;
+        let layout = rt.layout.clone();
+        let (shape, ix): (&KeyShape, Option<IndexLayout>) = if self.index == PRIMARY {
+            (&layout.pk, None)
+        } else {
+            let ix = layout.index(&self.index)?.clone();
+            if ix.building {
+                return Err(Error::InvalidArgument(format!(
+                    "index {:?} is still being built",
+                    self.index
+                )));
+            }
+            (&layout.pk, Some(ix))
+        };
+        let shape = match &ix {
+            Some(ix) => &ix.shape,
+            None => shape,
+        };
+        if self.eq.len() > shape.types.len()
+            || (self.eq.len() == shape.types.len() && !is_unbounded(&self.lower, &self.upper))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?} has {} fields: {} equalities{} given",
+                self.index,
+                shape.types.len(),
+                self.eq.len(),
+                if is_unbounded(&self.lower, &self.upper) {
+                    ""
+                } else {
+                    " and a range"
+                }
+            )));
+        }
+        let mut prefix = Vec::new();
+        shape.encode_prefix(&self.eq, &mut prefix)?;
+        let bound_key = |v: &Value| -> Result<Vec<u8>> {
+            let mut vals = self.eq.clone();
+            vals.push(v.clone());
+            let mut k = Vec::new();
+            shape.encode_prefix(&vals, &mut k)?;
+            Ok(k)
+        };
+        let succ = |k: &[u8]| super::codec::prefix_successor(k);
+        let lo: Bound<Vec<u8>> = match &self.lower {
+            Bound::Unbounded => Bound::Included(prefix.clone()),
+            Bound::Included(v) => Bound::Included(bound_key(v)?),
+            Bound::Excluded(v) => match succ(&bound_key(v)?) {
+                Some(s) => Bound::Included(s),
+                None => return Ok(Rows::empty(self.table, rt)),
+            },
+        };
+        let hi: Bound<Vec<u8>> = match &self.upper {
+            Bound::Unbounded => succ(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Included(v) => succ(&bound_key(v)?).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Excluded(v) => Bound::Excluded(bound_key(v)?),
+        };
+        let db = self.table.db.clone();
+        let snapshot = match self.snapshot {
+            Some(s) => s,
+            None => Snapshot::new(db.clone()),
+        };
+        let ks_id = ix.as_ref().map_or(layout.primary, |i| i.keyspace);
+        let ks = Keyspace::new(db.clone(), ks_id, Arc::from(""));
+        let scan = snapshot.scan(&ks, (lo, hi))?;
+        let counters = ix.as_ref().map(|i| rt.state.index(&i.name));
+        if let Some(c) = &counters {
+            add(&c.reads, 1);
+        }
+        Ok(Rows {
+            primary: Keyspace::new(db, layout.primary, Arc::from("")),
+            table: self.table,
+            rt,
+            layout,
+            ix,
+            scan: Some(scan),
+            snapshot: Some(snapshot),
+            reverse: self.reverse,
+            left: self.limit,
+            counters,
+        })
+    }
+}
+
+fn is_unbounded(a: &Bound<Value>, b: &Bound<Value>) -> bool {
+    matches!((a, b), (Bound::Unbounded, Bound::Unbounded))
+}
+
+/// Streamed rows of a [`Select`].
+pub struct Rows {
+    table: Table,
+    rt: TableRuntime,
+    layout: Arc<Layout>,
+    ix: Option<IndexLayout>,
+    primary: Keyspace,
+    scan: Option<Scan>,
+    snapshot: Option<Snapshot>,
+    reverse: bool,
+    left: Option<u64>,
+    counters: Option<Arc<IndexCounters>>,
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rows").field("table", &self.table.name()).finish()
+    }
+}
+
+impl Rows {
+    fn empty(table: Table, rt: TableRuntime) -> Rows {
+        Rows {
+            primary: Keyspace::new(table.db.clone(), rt.layout.primary, Arc::from("")),
+            layout: rt.layout.clone(),
+            table,
+            rt,
+            ix: None,
+            scan: None,
+            snapshot: None,
+            reverse: false,
+            left: Some(0),
+            counters: None,
+        }
+    }
+
+    fn step(&mut self) -> Result<Option<Row>> {
+        loop {
+            let Some(scan) = self.scan.as_mut() else {
+                return Ok(None);
+            };
+            let next = if self.reverse {
+                scan.next_back_versioned()
+            } else {
+                scan.next_versioned()
+            };
+            let Some(entry) = next else { return Ok(None) };
+            let (key, seq, value) = entry?;
+            let Some(ix) = &self.ix else {
+                return Ok(Some(self.layout.decode(&value)?));
+            };
+            let (ikey, pk) = self.layout.split_secondary(ix, &key)?;
+            let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
+            add(&self.rt.state.counters.primary_lookups, 1);
+            let row = match snap.get_versioned(&self.primary, pk)? {
+                Some((row_seq, bytes)) => {
+                    let row = self.layout.decode(&bytes)?;
+                    if row_seq == seq {
+                        Some(row)
+                    } else {
+                        let mut k = Vec::new();
+                        ix.shape.encode_row_key(&row, &mut k);
+                        (k == ikey).then_some(row)
+                    }
+                }
+                None => None,
+            };
+            match row {
+                Some(r) => {
+                    if let Some(c) = &self.counters {
+                        add(&c.hits, 1);
+                    }
+                    return Ok(Some(r));
+                }
+                None => {
+                    if let Some(c) = &self.counters {
+                        add(&c.dirty, 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == Some(0) {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(r)) => {
+                if let Some(l) = self.left.as_mut() {
+                    *l -= 1;
+                }
+                Some(Ok(r))
+            }
+            Ok(None) => {
+                self.left = Some(0);
+                None
+            }
+            Err(e) => {
+                self.left = Some(0);
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Transactions: statements applied together in one atomic write batch.
+//!
+//! Statements that must read (INSERT checks the primary key, UPDATE reads the old row,
+//! eager REPLACE/DELETE read the old row, unique indexes are checked) lock the stripes
+//! of the primary keys involved first, in ascending order, so two transactions never
+//! decide on the same key at once; unique-key stripes are taken without waiting, and a
+//! conflict restarts the transaction. Blind statements (deferred REPLACE and DELETE on
+//! a table without unique indexes) take no lock at all.
+//!
+//! Within a transaction, later statements see earlier ones (an overlay of written rows),
+//! and several writes to one key leave exactly one obligation each for the deferred
+//! machinery: every write is its own row version with its own seqno.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::layout::{IndexLayout, Layout};
+use super::runtime::{LockStripes, TableRuntime, add};
+use super::value::Value;
+use super::{Row, Table, deferred, eager};
+use crate::batch::WriteBatch;
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+
+/// One statement of a transaction.
+#[derive(Debug, Clone)]
+enum Stmt {
+    Insert(Row),
+    Replace(Row),
+    Delete(Vec<Value>),
+    Update(Vec<Value>, Vec<(String, Value)>),
+}
+
+/// A group of statements on one table, applied atomically by [`Transaction::commit`].
+///
+/// ```
+/// # use strata::table::{schema::{Schema, FieldType}, value::Value};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+/// let schema = Schema::parse("table t (id u64, v str) primary key (id) index by_v (v) deferred").unwrap();
+/// let t = db.create_table(schema).unwrap();
+/// let mut tx = t.transaction();
+/// tx.insert(vec![Value::U64(1), Value::from("a")]);
+/// tx.replace(vec![Value::U64(2), Value::from("b")]);
+/// tx.delete(vec![Value::U64(1)]);
+/// tx.commit().unwrap();
+/// assert!(t.get(&[Value::U64(1)]).unwrap().is_none());
+/// assert_eq!(t.get(&[Value::U64(2)]).unwrap(), Some(vec![Value::U64(2), Value::from("b")]));
+/// ```
+#[derive(Debug)]
+pub struct Transaction {
+    table: Table,
+    stmts: Vec<Stmt>,
+}
+
+/// What a committed transaction did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Statements applied.
+    pub statements: u64,
+    /// UPDATEs that found no row (and so changed nothing).
+    pub updates_missed: u64,
+    /// Seqno of the batch's last write (0 if nothing was written).
+    pub seq: u64,
+}
+
+impl Transaction {
+    pub(crate) fn new(table: Table) -> Self {
+        Transaction {
+            table,
+            stmts: Vec::new(),
+        }
+    }
+
+    /// Number of statements so far.
+    pub fn len(&self) -> usize {
+        self.stmts.len()
+    }
+
+    /// True when it holds no statement.
+    pub fn is_empty(&self) -> bool {
+        self.stmts.is_empty()
+    }
+
+    /// Inserts a row; the commit fails if its primary key exists.
+    pub fn insert(&mut self, row: Row) -> &mut Self {
+        self.stmts.push(Stmt::Insert(row));
+        self
+    }
+
+    /// Inserts or overwrites the row with the same primary key.
+    pub fn replace(&mut self, row: Row) -> &mut Self {
+        self.stmts.push(Stmt::Replace(row));
+        self
+    }
+
+    /// Deletes the row with this primary key (no error if absent).
+    pub fn delete(&mut self, pk: Vec<Value>) -> &mut Self {
+        self.stmts.push(Stmt::Delete(pk));
+        self
+    }
+
+    /// Sets some fields of the row with this primary key (nothing if absent).
+    pub fn update(&mut self, pk: Vec<Value>, set: Vec<(String, Value)>) -> &mut Self {
+        self.stmts.push(Stmt::Update(pk, set));
+        self
+    }
+
+    /// Applies every statement atomically, or none if one fails.
+    pub fn commit(self) -> Result<Outcome> {
+        let db = self.table.db.clone();
+        let _ddl = db.ddl.read();
+        let rt = self.table.runtime()?;
+        loop {
+            match try_commit(&db, &rt, &self.stmts)? {
+                Some(o) => return Ok(o),
+                None => std::thread::yield_now(), // unique-key lock conflict: retry
+            }
+        }
+    }
+}
+
+fn pk_values(layout: &Layout, row: &[Value]) -> Vec<Value> {
+    layout
+        .pk
+        .positions
+        .iter()
+        .map(|p| row.get(*p).cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
+struct Ctx<'a> {
+    db: &'a Arc<DbInner>,
+    rt: &'a TableRuntime,
+    overlay: HashMap<Vec<u8>, Option<Row>>,
+    unique_guards: Vec<MutexGuard<'a, ()>>,
+    held_unique: Vec<usize>,
+}
+
+impl Ctx<'_> {
+    fn layout(&self) -> &Layout {
+        &self.rt.layout
+    }
+
+    /// The current row under `pk`, seen through this transaction's own writes.
+    fn read(&self, pk: &[u8]) -> Result<Option<Row>> {
+        if let Some(r) = self.overlay.get(pk) {
+            return Ok(r.clone());
+        }
+        match self.db.get_latest(self.layout().primary, pk)? {
+            Some((_, bytes)) => Ok(Some(self.layout().decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks every unique index for another live row with `row`'s key. `Ok(false)`
+    /// means a unique-key lock was busy: restart.
+    fn check_unique(&mut self, row: &[Value], pk: &[u8]) -> Result<bool> {
+        let layout = self.rt.layout.clone();
+        for ix in layout.indexes.iter().filter(|i| i.unique) {
+            if ix.shape.has_null(row) {
+                continue; // NULLs never conflict
+            }
+            let mut ukey = Vec::new();
+            ix.shape.encode_row_key(row, &mut ukey);
+            let stripe = LockStripes::stripe(ix.keyspace, &ukey);
+            if !self.held_unique.contains(&stripe) {
+                match self.rt.state.unique_locks.try_lock(stripe) {
+                    Some(g) => {
+                        self.unique_guards.push(g);
+                        self.held_unique.push(stripe);
+                    }
+                    None => return Ok(false),
+                }
+            }
+            if self.unique_conflict(&layout, ix, &ukey, pk)? {
+                return Err(Error::Constraint(format!(
+                    "duplicate key in unique index {:?} of table {:?}",
+                    ix.name, layout.name
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    fn unique_conflict(&self, layout: &Layout, ix: &IndexLayout, ukey: &[u8], pk: &[u8]) -> Result<bool> {
+        // Rows written earlier in this transaction.
+        for (opk, orow) in &self.overlay {
+            if opk.as_slice() == pk {
+                continue;
+            }
+            if let Some(orow) = orow {
+                let mut k = Vec::new();
+                ix.shape.encode_row_key(orow, &mut k);
+                if k == ukey {
+                    return Ok(true);
+                }
+            }
+        }
+        let hi = super::codec::prefix_successor(ukey);
+        let ks = self.db_keyspace(ix.keyspace);
+        let scan = match &hi {
+            Some(hi) => ks.scan(ukey..hi.as_slice())?,
+            None => ks.scan(ukey..)?,
+        };
+        add(&self.rt.state.counters.unique_check_reads, 1);
+        for item in scan {
+            let (key, _) = item?;
+            let (_, other_pk) = layout.split_secondary(ix, &key)?;
+            if other_pk == pk {
+                continue;
+            }
+            // Validate: a dirty entry (row gone or changed) is no conflict.
+            if let Some(other) = self.read(other_pk)? {
+                let mut k = Vec::new();
+                ix.shape.encode_row_key(&other, &mut k);
+                if k == ukey {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn db_keyspace(&self, id: u32) -> crate::db::Keyspace {
+        crate::db::Keyspace::new(self.db.clone(), id, Arc::from(""))
+    }
+}
+
+/// Executes the statements; `Ok(None)` asks for a retry after a lock conflict.
+fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Option<Outcome>> {
+    let layout = rt.layout.clone();
+    let has_unique = layout.indexes.iter().any(|i| i.unique);
+    let blind_ok = layout.deferred() && !has_unique;
+    // Resolve primary keys up front (also validates rows and key values).
+    let mut pks = Vec::with_capacity(stmts.len());
+    let mut needs_lock = false;
+    for s in stmts {
+        let pk = match s {
+            Stmt::Insert(r) | Stmt::Replace(r) => {
+                layout.schema.check_row(r)?;
+                layout.pk_of(r)
+            }
+            Stmt::Delete(pk) | Stmt::Update(pk, _) => layout.pk_from_values(pk)?,
+        };
+        needs_lock |= match s {
+            Stmt::Insert(_) | Stmt::Update(..) => true,
+            Stmt::Replace(_) | Stmt::Delete(_) => !blind_ok,
+        };
+        pks.push(pk);
+    }
+    let _pk_guards = if needs_lock {
+        rt.state
+            .pk_locks
+            .lock_all(pks.iter().map(|pk| LockStripes::stripe(layout.primary, pk)).collect())
+    } else {
+        Vec::new()
+    };
+    let mut cx = Ctx {
+        db,
+        rt,
+        overlay: HashMap::new(),
+        unique_guards: Vec::new(),
+        held_unique: Vec::new(),
+    };
+    let mut batch = WriteBatch::new();
+    let mut out = Outcome::default();
+    let counters = &rt.state.counters;
+    for (s, pk) in stmts.iter().zip(pks) {
+        match s {
+            Stmt::Insert(row) => {
+                add(&counters.unique_check_reads, 1);
+                if cx.read(&pk)?.is_some() {
+                    let key = pk_values(&layout, row);
+                    return Err(Error::Constraint(format!(
+                        "duplicate primary key {} in table {:?}",
+                        super::format_values(&key),
+                        layout.name
+                    )));
+                }
+                if !cx.check_unique(row, &pk)? {
+                    return Ok(None);
+                }
+                let bytes = layout.encode(row)?;
+                write_row(&layout, &mut batch, &pk, &bytes, row, None);
+                cx.overlay.insert(pk, Some(row.clone()));
+            }
+            Stmt::Replace(row) => {
+                if !cx.check_unique(row, &pk)? {
+                    return Ok(None);
+                }
+                let bytes = layout.encode(row)?;
+                if layout.deferred() {
+                    deferred::write_row(&layout, &mut batch, &pk, &bytes, row, None);
+                } else {
+                    add(&counters.hidden_reads, 1);
+                    let old = cx.read(&pk)?;
+                    eager::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
+                }
+                cx.overlay.insert(pk, Some(row.clone()));
+            }
+            Stmt::Delete(_) => {
+                if layout.deferred() {
+                    deferred::delete_row(&layout, &mut batch, &pk);
+                } else {
+                    add(&counters.hidden_reads, 1);
+                    match cx.read(&pk)? {
+                        Some(old) => eager::delete_row(&layout, &mut batch, &pk, &old),
+                        None => {} // nothing to delete
+                    }
+                }
+                cx.overlay.insert(pk, None);
+            }
+            Stmt::Update(_, set) => {
+                add(&counters.update_reads, 1);
+                let Some(old) = cx.read(&pk)? else {
+                    out.updates_missed += 1;
+                    continue;
+                };
+                let mut row = old.clone();
+                for (name, v) in set {
+                    let p = layout
+                        .schema
+                        .fields
+                        .iter()
+                        .position(|f| &f.name == name)
+                        .ok_or_else(|| {
+                            Error::SchemaMismatch(format!("table {:?} has no field {name:?}", layout.name))
+                        })?;
+                    if layout.pk.positions.contains(&p) {
+                        return Err(Error::InvalidArgument(format!(
+                            "UPDATE cannot change primary key field {name:?}; use DELETE and INSERT"
+                        )));
+                    }
+                    row[p] = v.clone();
+                }
+                layout.schema.check_row(&row)?;
+                if !cx.check_unique(&row, &pk)? {
+                    return Ok(None);
+                }
+                let bytes = layout.encode(&row)?;
+                write_row(&layout, &mut batch, &pk, &bytes, &row, Some(&old));
+                cx.overlay.insert(pk, Some(row));
+            }
+        }
+        out.statements += 1;
+    }
+    out.seq = db.write(batch)?;
+    add(&counters.statements, out.statements);
+    Ok(Some(out))
+}
+
+/// Writes a row whose old version (if any) is known, in the table's mode.
+fn write_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8], bytes: &[u8], row: &[Value], old: Option<&Row>) {
+    if layout.deferred() {
+        deferred::write_row(layout, batch, pk, bytes, row, old.map(|r| r.as_slice()));
+    } else {
+        eager::write_row(layout, batch, pk, bytes, row, old.map(|r| r.as_slice()));
+    }
+}

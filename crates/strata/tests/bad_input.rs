@@ -1,0 +1,371 @@
+//! Invalid arguments, unknown names and unusable paths are refused with the right error,
+//! and a refused write leaves no trace (not even the valid part of its batch).
+
+use strata::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use strata::{Db, Error, Options, WriteBatch};
+
+fn open(dir: &std::path::Path) -> Db {
+    Db::open(dir, Options::default()).expect("open")
+}
+
+fn everything(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item")
+}
+
+fn assert_invalid<T: std::fmt::Debug>(r: strata::Result<T>, what: &str) {
+    match r {
+        Err(Error::InvalidArgument(_)) => {}
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    }
+}
+
+fn assert_not_found<T: std::fmt::Debug>(r: strata::Result<T>, what: &str) {
+    match r {
+        Err(Error::NotFound(_)) => {}
+        other => panic!("{what}: expected NotFound, got {other:?}"),
+    }
+}
+
+#[test]
+fn oversized_key_or_value_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.put(b"before", b"1").expect("put");
+    let seq = db.last_seq();
+    let big_key = vec![b'k'; MAX_KEY_SIZE + 1];
+    let big_value = vec![b'v'; MAX_VALUE_SIZE + 1];
+
+    assert_invalid(db.put(&big_key, b"v"), "put with an oversized key");
+    assert_invalid(db.put(b"k", &big_value), "put with an oversized value");
+    assert_invalid(db.delete(&big_key), "delete with an oversized key");
+    assert_invalid(
+        db.delete_range(&big_key[..]..&big_key[..]),
+        "delete_range with an oversized bound",
+    );
+
+    // A batch whose valid operations come before and after the bad one: none applied.
+    let ks = db.default_keyspace();
+    let other = db.create_keyspace("other").expect("keyspace");
+    let mut b = WriteBatch::new();
+    b.put(&ks, b"a", b"1");
+    b.put(&other, b"a", b"1");
+    b.delete(&ks, b"before");
+    b.put(&ks, b"b", &big_value);
+    b.put(&ks, b"c", b"1");
+    assert_invalid(db.write(b), "batch with an oversized value");
+    let mut b = WriteBatch::new();
+    b.put(&ks, b"a", b"1");
+    b.put(&other, &big_key, b"1");
+    assert_invalid(db.write(b), "batch with an oversized key");
+
+    let check = |db: &Db, when: &str| {
+        assert_eq!(
+            everything(db),
+            vec![(b"before".to_vec(), b"1".to_vec())],
+            "{when}: default keyspace changed"
+        );
+        let other = db.keyspace("other").expect("other");
+        assert_eq!(
+            other.scan(..).expect("scan").count(),
+            0,
+            "{when}: other keyspace changed"
+        );
+    };
+    check(&db, "after the refused writes");
+    assert_eq!(db.last_seq(), seq, "refused writes consumed seqnos");
+    // A key of exactly the maximum size is fine, and survives a flush.
+    let max_key = vec![b'm'; MAX_KEY_SIZE];
+    db.put(&max_key, b"max")
+        .expect("a key of MAX_KEY_SIZE bytes is accepted");
+    db.flush().expect("flush");
+    assert_eq!(db.get(&max_key).expect("get"), Some(b"max".to_vec()));
+    db.delete(&max_key).expect("delete");
+    drop((ks, other));
+    db.close().expect("close");
+    let db = open(dir.path());
+    check(&db, "after reopen");
+}
+
+#[test]
+fn empty_or_inverted_delete_range_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    for k in [&b"a"[..], b"aa", b"b"] {
+        db.put(k, b"v").expect("put");
+    }
+    let seq = db.last_seq();
+    assert_invalid(db.delete_range(&b"b"[..]..&b"a"[..]), "delete_range b..a");
+    assert_invalid(db.delete_range(&b"a"[..]..&b"a"[..]), "delete_range a..a");
+    let ks = db.default_keyspace();
+    assert_invalid(ks.delete_range(&b"z"[..]..&b""[..]), "keyspace delete_range z..\"\"");
+    let mut b = WriteBatch::new();
+    b.put(&ks, b"c", b"v");
+    b.delete_range(&ks, b"b", b"a");
+    assert_invalid(db.write(b), "batch with an inverted range");
+    assert_eq!(db.last_seq(), seq);
+    assert_eq!(everything(&db).len(), 3, "refused range deletes changed data");
+    assert_eq!(
+        db.get(b"c").expect("get"),
+        None,
+        "the valid part of a refused batch was applied"
+    );
+}
+
+#[test]
+fn unknown_and_dropped_keyspaces_are_not_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    assert_not_found(db.keyspace("nope"), "keyspace(\"nope\")");
+    assert_not_found(db.drop_keyspace("nope"), "drop_keyspace(\"nope\")");
+
+    let gone = db.create_keyspace("gone").expect("create");
+    gone.put(b"k", b"v").expect("put");
+    db.drop_keyspace("gone").expect("drop");
+    assert_not_found(db.keyspace("gone"), "keyspace of a dropped name");
+    assert_not_found(db.drop_keyspace("gone"), "dropping twice");
+
+    // A batch naming the dropped keyspace fails as a whole.
+    let ks = db.default_keyspace();
+    let mut b = WriteBatch::new();
+    b.put(&ks, b"x", b"1");
+    b.put(&gone, b"y", b"1");
+    assert_not_found(db.write(b), "batch writing to a dropped keyspace");
+    assert_eq!(
+        db.get(b"x").expect("get"),
+        None,
+        "the valid part of a refused batch was applied"
+    );
+    assert_not_found(gone.put(b"k2", b"v"), "put through a dropped keyspace's handle");
+    assert_not_found(gone.delete(b"k"), "delete through a dropped keyspace's handle");
+}
+
+#[test]
+fn reads_through_a_dropped_keyspace_handle_fail() {
+    // Keyspace docs: "on a dropped keyspace, Error::NotFound" - reads included; in
+    // particular the dropped data, still in the memtable, must not be served.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let gone = db.create_keyspace("gone").expect("create");
+    gone.put(b"k", b"v").expect("put");
+    db.drop_keyspace("gone").expect("drop");
+    assert_not_found(gone.get(b"k"), "get through a dropped keyspace's handle");
+    assert_not_found(
+        gone.scan(..).map(|s| s.count()),
+        "scan through a dropped keyspace's handle",
+    );
+    assert_not_found(db.snapshot().get(&gone, b"k"), "snapshot get of a dropped keyspace");
+}
+
+#[test]
+fn bad_keyspace_names_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    assert_invalid(db.create_keyspace(""), "empty keyspace name");
+    assert_invalid(db.create_keyspace(&"n".repeat(256)), "256-byte keyspace name");
+    assert_invalid(db.drop_keyspace("default"), "dropping the default keyspace");
+    db.create_keyspace("dup").expect("create");
+    match db.create_keyspace("dup") {
+        Err(Error::AlreadyExists(_)) => {}
+        other => panic!("creating a keyspace twice: expected AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(db.list_keyspaces(), vec!["default".to_string(), "dup".to_string()]);
+}
+
+#[test]
+fn snapshot_of_another_database_is_refused() {
+    let (d1, d2) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let (db1, db2) = (open(d1.path()), open(d2.path()));
+    db1.put(b"k", b"1").expect("put");
+    let snap2 = db2.snapshot();
+    assert_invalid(snap2.get(&db1.default_keyspace(), b"k"), "snapshot of db2 reading db1");
+    assert_invalid(
+        snap2.scan(&db1.default_keyspace(), ..).map(|s| s.count()),
+        "snapshot of db2 scanning db1",
+    );
+}
+
+#[test]
+fn directory_with_unrelated_files_is_not_a_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("notes.txt"), b"hello").expect("write");
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::NotADatabase { .. }) => {}
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    // Nothing was created or removed.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["notes.txt".to_string()]);
+}
+
+#[test]
+fn regular_file_path_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"data").expect("write");
+    assert!(
+        Db::open(&file, Options::default()).is_err(),
+        "opening a regular file succeeded"
+    );
+    assert_eq!(std::fs::read(&file).expect("read"), b"data", "the file was modified");
+}
+
+#[test]
+fn create_if_missing_off_refuses_empty_or_missing_directories() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    assert!(
+        Db::open(dir.path(), opts.clone()).is_err(),
+        "opened an empty directory without create_if_missing"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("ls").count(),
+        0,
+        "files were created in the empty directory"
+    );
+    let missing = dir.path().join("missing");
+    assert!(
+        Db::open(&missing, opts.clone()).is_err(),
+        "opened a missing directory without create_if_missing"
+    );
+    assert!(!missing.exists(), "the missing directory was created");
+    // An existing database opens without create_if_missing.
+    open(dir.path()).close().expect("close");
+    Db::open(dir.path(), opts).expect("open an existing database without create_if_missing");
+}
+
+#[test]
+fn error_if_exists_refuses_an_existing_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    open(dir.path()).close().expect("close");
+    let opts = Options {
+        error_if_exists: true,
+        ..Options::default()
+    };
+    assert!(Db::open(dir.path(), opts).is_err());
+}
+
+#[test]
+fn opening_the_same_directory_twice_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.put(b"k", b"1").expect("put");
+    assert!(
+        Db::open(dir.path(), Options::default()).is_err(),
+        "a second handle opened a locked database"
+    );
+    // The first handle is unharmed.
+    db.put(b"k2", b"2").expect("put after the refused open");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"1".to_vec()));
+    db.close().expect("close");
+    let db = Db::open(dir.path(), Options::default()).expect("open after close");
+    assert_eq!(everything(&db).len(), 2);
+}
+
+#[test]
+fn invalid_options_are_refused_before_touching_the_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let cases: Vec<(&str, Options)> = vec![
+        (
+            "size_ratio 1.0",
+            Options {
+                size_ratio: 1.0,
+                ..Options::default()
+            },
+        ),
+        (
+            "size_ratio NaN",
+            Options {
+                size_ratio: f64::NAN,
+                ..Options::default()
+            },
+        ),
+        (
+            "runs_per_level 0",
+            Options {
+                runs_per_level: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "background_threads 0",
+            Options {
+                background_threads: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "bloom_fpr 1.0",
+            Options {
+                bloom_fpr: 1.0,
+                ..Options::default()
+            },
+        ),
+        (
+            "block_size 0",
+            Options {
+                block_size: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0_stall_trigger below l0_compaction_trigger",
+            Options {
+                l0_compaction_trigger: 8,
+                l0_stall_trigger: 4,
+                ..Options::default()
+            },
+        ),
+    ];
+    for (what, opts) in cases {
+        assert_invalid(Db::open(&path, opts), what);
+        assert!(!path.exists(), "{what}: the database directory was created");
+    }
+}
+
+#[test]
+fn operations_after_close_fail_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let ks = db.create_keyspace("ks").expect("create");
+    ks.put(b"k", b"v").expect("put");
+    let snap = db.snapshot();
+    db.close().expect("close");
+    assert!(matches!(ks.put(b"k", b"v2"), Err(Error::Closed)), "put after close");
+    assert!(matches!(ks.get(b"k"), Err(Error::Closed)), "get after close");
+    assert!(
+        matches!(snap.get(&ks, b"k"), Err(Error::Closed)),
+        "snapshot get after close"
+    );
+}
+
+#[test]
+fn close_releases_the_directory_even_with_live_handles() {
+    // After close(), handles only return Closed; they must not keep the directory
+    // locked, or the database cannot be reopened until every handle is dropped.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let ks = db.create_keyspace("ks").expect("create");
+    ks.put(b"k", b"v").expect("put");
+    let snap = db.snapshot();
+    db.close().expect("close");
+    let db = Db::open(dir.path(), Options::default()).expect("reopen after close while old handles are alive");
+    assert_eq!(
+        db.keyspace("ks").expect("ks").get(b"k").expect("get"),
+        Some(b"v".to_vec())
+    );
+    assert!(
+        matches!(ks.get(b"k"), Err(Error::Closed)),
+        "old handle must stay closed"
+    );
+    drop(snap);
+}
