@@ -155,7 +155,7 @@ impl Options {
         if self.memtable_budget < 4096 {
             return bad("memtable_budget must be at least 4096 bytes");
         }
-        if !(self.size_ratio >= 2.0) {
+        if self.size_ratio.is_nan() || self.size_ratio < 2.0 {
             return bad("size_ratio must be at least 2");
         }
         if self.runs_per_level == 0 {

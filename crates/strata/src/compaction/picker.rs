@@ -195,7 +195,7 @@ impl CompactionPicker {
         let out = li + 1;
         let out_is_last = out >= last;
         let out_leveled = opts.runs_per_level == 1 || (opts.lazy_leveling && out_is_last && out == last);
-        self.into_next_level(
+        self.to_next_level(
             ks,
             inputs,
             out,
@@ -207,7 +207,7 @@ impl CompactionPicker {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn into_next_level(
+    fn to_next_level(
         &self,
         ks: &KeyspaceVersion,
         mut inputs: Vec<InputRun>,
@@ -221,20 +221,20 @@ impl CompactionPicker {
         let mut trivial = false;
         if out_leveled {
             let (lo, hi) = key_range(inputs.iter().flat_map(|r| r.files.iter()))?;
-            if let Some(next) = ks.levels.get(out) {
-                if let Some(run) = next.runs.first() {
-                    output_run = Some(run.id);
-                    let over = run.overlapping(Some(&lo), Some(&hi));
-                    if over.iter().any(|f| busy.contains(&f.number())) {
-                        return None;
-                    }
-                    if !over.is_empty() {
-                        inputs.push(InputRun {
-                            level: out,
-                            run: run.id,
-                            files: over,
-                        });
-                    }
+            if let Some(next) = ks.levels.get(out)
+                && let Some(run) = next.runs.first()
+            {
+                output_run = Some(run.id);
+                let over = run.overlapping(Some(&lo), Some(&hi));
+                if over.iter().any(|f| busy.contains(&f.number())) {
+                    return None;
+                }
+                if !over.is_empty() {
+                    inputs.push(InputRun {
+                        level: out,
+                        run: run.id,
+                        files: over,
+                    });
                 }
             }
             trivial = inputs.len() == 1 || (inputs.iter().all(|r| r.level < out) && pairwise_disjoint(&inputs));
@@ -276,7 +276,7 @@ impl CompactionPicker {
                 run: run.id,
                 files: vec![f.clone()],
             }];
-            if let Some(t) = self.into_next_level(ks, inputs, li + 1, true, opts, busy, "leveled") {
+            if let Some(t) = self.to_next_level(ks, inputs, li + 1, true, opts, busy, "leveled") {
                 self.cursors.insert((ks.id, li), f.meta.largest.clone());
                 return Some(t);
             }
@@ -291,15 +291,20 @@ fn pairwise_disjoint(inputs: &[InputRun]) -> bool {
     files.windows(2).all(|w| w[0].meta.largest < w[1].meta.smallest)
 }
 
+/// What [`manual_task`] found.
+#[derive(Debug)]
+pub enum Manual {
+    /// Nothing to compact in the range.
+    Nothing,
+    /// A needed file is being compacted; try again later.
+    Busy,
+    /// The task to run.
+    Task(CompactionTask),
+}
+
 /// A manual compaction of everything overlapping `[lo, hi]` (closed under overlap) in
-/// one keyspace, into its deepest level. `None` if the keyspace is empty there or a
-/// needed file is busy.
-pub fn manual_task(
-    ks: &KeyspaceVersion,
-    lo: Option<&[u8]>,
-    hi: Option<&[u8]>,
-    busy: &HashSet<u64>,
-) -> Result<Option<CompactionTask>, ()> {
+/// one keyspace, into its deepest level.
+pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, busy: &HashSet<u64>) -> Manual {
     let (mut lo, mut hi) = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
     let mut chosen: HashSet<u64> = HashSet::new();
     loop {
@@ -319,10 +324,10 @@ pub fn manual_task(
         }
     }
     if chosen.is_empty() {
-        return Ok(None);
+        return Manual::Nothing;
     }
     if chosen.iter().any(|n| busy.contains(n)) {
-        return Err(());
+        return Manual::Busy;
     }
     let mut inputs = Vec::new();
     for (li, level) in ks.levels.iter().enumerate() {
@@ -347,7 +352,7 @@ pub fn manual_task(
     // Only the oldest run of the output level may receive the result in place; any
     // other run there is fully inside the inputs (closure) or disjoint from them.
     let bottommost = is_bottommost(ks, &inputs, out, output_run);
-    Ok(Some(CompactionTask {
+    Manual::Task(CompactionTask {
         keyspace: ks.id,
         inputs,
         output_level: out,
@@ -355,5 +360,5 @@ pub fn manual_task(
         bottommost,
         trivial_move: false,
         reason: "manual",
-    }))
+    })
 }

@@ -139,7 +139,7 @@ impl SortedStream {
     }
 
     /// Turns the stream into a positioned-at-start iterator for merging with others.
-    pub fn into_iter(self) -> SortedStreamIter {
+    pub fn into_cursor(self) -> SortedStreamIter {
         SortedStreamIter { s: self, cur: None }
     }
 }

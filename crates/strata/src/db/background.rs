@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::DbInner;
 use super::stats::Counters;
-use crate::compaction::picker::manual_task;
+use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::{
     CompactionTask, Decision, DeferredDeleteCollector, DeferredRegistry, DropRules, DropSink, JobContext, NoSink,
@@ -117,7 +117,7 @@ fn flush_keyspace(
     } else {
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(mem.iter(ks))];
         for s in extra {
-            children.push(Box::new(s.into_iter()));
+            children.push(Box::new(s.into_cursor()));
         }
         let mut merge = MergingIter::new(children, Direction::Forward);
         merge.seek_to_start()?;
@@ -212,10 +212,10 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     let fs = &inner.opts.fs;
     if let Ok(names) = fs.list(&inner.dir) {
         for n in names {
-            if let Some(num) = n.strip_suffix(".wal").and_then(|s| s.parse::<u64>().ok()) {
-                if num < next_wal {
-                    let _ = fs.remove(&inner.dir.join(&n));
-                }
+            if let Some(num) = n.strip_suffix(".wal").and_then(|s| s.parse::<u64>().ok())
+                && num < next_wal
+            {
+                let _ = fs.remove(&inner.dir.join(&n));
             }
         }
     }
@@ -289,11 +289,11 @@ impl DbInner {
                 return Err(Error::NotFound(format!("keyspace id {ks}")));
             };
             match manual_task(tree, lo.as_deref(), hi.as_deref(), &bg.busy) {
-                Ok(None) => return Ok(()),
-                Err(()) => {
+                Manual::Nothing => return Ok(()),
+                Manual::Busy => {
                     self.bg_cv.wait_for(&mut bg, Duration::from_millis(50));
                 }
-                Ok(Some(task)) => {
+                Manual::Task(task) => {
                     for f in task.files() {
                         bg.busy.insert(f.number());
                     }

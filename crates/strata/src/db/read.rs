@@ -79,19 +79,17 @@ pub(crate) fn get_in(
             break;
         }
     }
-    if !done {
-        if let Some(tree) = sv.version.keyspace(ks) {
-            'levels: for level in &tree.levels {
-                for run in &level.runs {
-                    let Some(f) = run.file_for(key) else { continue };
-                    let t = table_cache.get(f.number())?;
-                    note_rts(t.range_tombstones(), &mut rt_seq);
-                    if f.meta.min_seq > snapshot {
-                        continue;
-                    }
-                    if consider(t.get(key, snapshot)?, &mut best) {
-                        break 'levels;
-                    }
+    if !done && let Some(tree) = sv.version.keyspace(ks) {
+        'levels: for level in &tree.levels {
+            for run in &level.runs {
+                let Some(f) = run.file_for(key) else { continue };
+                let t = table_cache.get(f.number())?;
+                note_rts(t.range_tombstones(), &mut rt_seq);
+                if f.meta.min_seq > snapshot {
+                    continue;
+                }
+                if consider(t.get(key, snapshot)?, &mut best) {
+                    break 'levels;
                 }
             }
         }
@@ -233,10 +231,10 @@ impl DirIter {
                     break;
                 }
             }
-            if let Some((seq, ValueKind::Put, v)) = newest {
-                if !self.rdi.deletes(&self.key_buf, seq) {
-                    return Ok(Some((self.key_buf.clone(), seq, v)));
-                }
+            if let Some((seq, ValueKind::Put, v)) = newest
+                && !self.rdi.deletes(&self.key_buf, seq)
+            {
+                return Ok(Some((self.key_buf.clone(), seq, v)));
             }
         }
         self.done = true;

@@ -73,10 +73,10 @@ impl InternalIterator for RunIter {
         self.cur.as_ref().is_some_and(|c| c.valid())
     }
     fn seek_to_first(&mut self) -> Result<()> {
-        if self.open(0)? {
-            if let Some(c) = self.cur.as_mut() {
-                c.seek_to_first()?;
-            }
+        if self.open(0)?
+            && let Some(c) = self.cur.as_mut()
+        {
+            c.seek_to_first()?;
         }
         self.skip_forward()
     }
@@ -94,10 +94,10 @@ impl InternalIterator for RunIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let uk = user_key(target);
         let i = self.files.partition_point(|f| f.meta.largest.as_slice() < uk);
-        if self.open(i)? {
-            if let Some(c) = self.cur.as_mut() {
-                c.seek(target)?;
-            }
+        if self.open(i)?
+            && let Some(c) = self.cur.as_mut()
+        {
+            c.seek(target)?;
         }
         self.skip_forward()
     }

@@ -306,9 +306,8 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                     deferred::delete_row(&layout, &mut batch, &pk);
                 } else {
                     add(&counters.hidden_reads, 1);
-                    match cx.read(&pk)? {
-                        Some(old) => eager::delete_row(&layout, &mut batch, &pk, &old),
-                        None => {} // nothing to delete
+                    if let Some(old) = cx.read(&pk)? {
+                        eager::delete_row(&layout, &mut batch, &pk, &old);
                     }
                 }
                 cx.overlay.insert(pk, None);
