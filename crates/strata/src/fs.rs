@@ -60,11 +60,24 @@ pub trait FileSystem: Send + Sync + Debug {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// True if the path exists.
     fn exists(&self, path: &Path) -> bool;
+    /// The same file system reading SSTables with direct I/O (bypassing the page cache),
+    /// if it can. Benchmarks use it to make data larger than memory.
+    fn with_direct_reads(&self) -> Option<Arc<dyn FileSystem>> {
+        None
+    }
 }
 
 /// The operating system's file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
+
+/// The operating system's file system, reading SSTables through `O_DIRECT` so reads go
+/// to the device instead of the page cache (everything else as [`RealFs`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DirectReadFs;
+
+/// Alignment of direct I/O.
+const DIRECT_ALIGN: u64 = 4096;
 
 struct RealWritable {
     path: PathBuf,
@@ -94,6 +107,36 @@ struct RealRandomAccess {
     path: PathBuf,
     file: File,
     size: u64,
+    direct: bool,
+}
+
+impl RealRandomAccess {
+    /// Reads `[offset, offset + len)` through an aligned window, as `O_DIRECT` demands.
+    fn read_direct(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let start = offset - offset % DIRECT_ALIGN;
+        let end = (offset + len as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        let window = (end - start) as usize;
+        let mut raw = vec![0u8; window + DIRECT_ALIGN as usize];
+        let shift = raw.as_ptr().align_offset(DIRECT_ALIGN as usize);
+        let buf = raw
+            .get_mut(shift..shift + window)
+            .ok_or_else(|| Error::io(&self.path, std::io::Error::other("cannot align a direct-I/O buffer")))?;
+        let mut done = 0usize;
+        let need = (offset - start) as usize + len;
+        while done < need {
+            let n = self
+                .file
+                .read_at(&mut buf[done..], start + done as u64)
+                .map_err(|e| Error::io(&self.path, e))?;
+            if n == 0 {
+                return Err(Error::corruption(&self.path, offset, "file ended during a direct read"));
+            }
+            done += n;
+        }
+        let from = (offset - start) as usize;
+        Ok(buf[from..from + len].to_vec())
+    }
 }
 
 impl RandomAccessFile for RealRandomAccess {
@@ -105,6 +148,9 @@ impl RandomAccessFile for RealRandomAccess {
                 offset,
                 format!("read of {len} bytes past end of file (size {})", self.size),
             ));
+        }
+        if self.direct {
+            return self.read_direct(offset, len);
         }
         let mut buf = vec![0u8; len];
         self.file
@@ -142,13 +188,7 @@ impl FileSystem for RealFs {
         }))
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        Ok(Arc::new(RealRandomAccess {
-            path: path.to_path_buf(),
-            file,
-            size,
-        }))
+        open_for_reads(path, false)
     }
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
         std::fs::read(path).map_err(|e| Error::io(path, e))
@@ -178,5 +218,82 @@ impl FileSystem for RealFs {
     }
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+    fn with_direct_reads(&self) -> Option<Arc<dyn FileSystem>> {
+        Some(Arc::new(DirectReadFs))
+    }
+}
+
+fn open_for_reads(path: &Path, direct: bool) -> Result<Arc<dyn RandomAccessFile>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut oo = OpenOptions::new();
+    oo.read(true);
+    if direct {
+        oo.custom_flags(libc::O_DIRECT);
+    }
+    let file = oo.open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    Ok(Arc::new(RealRandomAccess {
+        path: path.to_path_buf(),
+        file,
+        size,
+        direct,
+    }))
+}
+
+impl FileSystem for DirectReadFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        RealFs.create(path)
+    }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        RealFs.open_append(path)
+    }
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        // Only SSTables are read in the hot path; logs and manifests stay buffered.
+        open_for_reads(path, path.extension().is_some_and(|e| e == "sst"))
+    }
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        RealFs.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        RealFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        RealFs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        RealFs.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+    fn with_direct_reads(&self) -> Option<Arc<dyn FileSystem>> {
+        Some(Arc::new(DirectReadFs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direct_reads_return_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        for fs in [&RealFs as &dyn FileSystem, &DirectReadFs] {
+            let f = fs.open(&path).unwrap();
+            for (off, len) in [(0u64, 10usize), (4095, 3), (5000, 9000), (19_990, 10)] {
+                assert_eq!(f.read_at(off, len).unwrap(), &data[off as usize..off as usize + len]);
+            }
+            assert!(f.read_at(19_995, 10).is_err());
+        }
     }
 }

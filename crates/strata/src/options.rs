@@ -115,6 +115,9 @@ pub struct Options {
     /// Memory for sorting deferred deletes in one flush or compaction before spilling
     /// sorted runs to temporary files.
     pub deferred_sort_memory: usize,
+    /// Read SSTables with direct I/O, bypassing the page cache (when the file system
+    /// supports it), so that only the block cache holds data in memory.
+    pub direct_reads: bool,
     /// File system (tests substitute a faulty one).
     pub fs: Arc<dyn FileSystem>,
     /// Clock (tests substitute a manual one).
@@ -142,6 +145,7 @@ impl Default for Options {
             max_open_files: 1000,
             background_threads: 2,
             deferred_sort_memory: 64 << 20,
+            direct_reads: false,
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),
         }

@@ -22,8 +22,13 @@ use crate::wal;
 
 const LOCK_FILE: &str = "LOCK";
 
-pub(crate) fn open_inner(path: &Path, opts: crate::Options) -> Result<DbInner> {
+pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInner> {
     opts.validate()?;
+    if opts.direct_reads {
+        opts.fs = opts.fs.with_direct_reads().ok_or_else(|| {
+            Error::InvalidArgument("direct_reads: the file system does not support direct I/O".into())
+        })?;
+    }
     let fs = opts.fs.clone();
     let dir = path.to_path_buf();
     if dir.exists() && !dir.is_dir() {
