@@ -21,7 +21,7 @@ const CHILD_THREADS_ENV: &str = "STRATA_CRASH_CHILD_THREADS";
 const OWN_KEYS: usize = 3;
 /// Keys every batch of a thread overwrites with its batch number.
 const SHARED_KEYS: usize = 6;
-/// Batch `n` with `n % RANGE_EVERY == 0` range-deletes the own keys of batch `n - RANGE_EVERY`.
+/// Batch `n` with `n.is_multiple_of(RANGE_EVERY)` range-deletes the own keys of batch `n - RANGE_EVERY`.
 const RANGE_EVERY: u64 = 10;
 
 fn options(sync: SyncPolicy) -> Options {
@@ -74,7 +74,7 @@ fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace) -> WriteBatch {
     for j in 0..SHARED_KEYS {
         b.put(default, &shared_key(t, j), n.to_string().as_bytes());
     }
-    if n % RANGE_EVERY == 0 && n >= RANGE_EVERY {
+    if n.is_multiple_of(RANGE_EVERY) && n >= RANGE_EVERY {
         let p = own_prefix(t, n - RANGE_EVERY);
         b.delete_range(default, p.as_bytes(), format!("{p}~").as_bytes());
     }
@@ -101,7 +101,7 @@ fn last_batch(db: &Db, t: usize) -> Option<u64> {
 fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u64) {
     for n in 0..upto {
         let applied = last.is_some_and(|l| n <= l);
-        let range_deleted = last.is_some_and(|l| n % RANGE_EVERY == 0 && n + RANGE_EVERY <= l);
+        let range_deleted = last.is_some_and(|l| n.is_multiple_of(RANGE_EVERY) && n + RANGE_EVERY <= l);
         for j in 0..OWN_KEYS {
             let k = own_key(t, n, j);
             let want = applied.then(|| own_value(t, n, j));

@@ -204,10 +204,13 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         inner.opts.deferred_sort_memory,
     )?;
     res.edit.log_number = Some(next_wal);
-    inner.install_edit(res.edit, Some(&mem))?;
-    inner.count_deferred(&res.deferred);
     Counters::add(&inner.counters.flushes, 1);
     Counters::add(&inner.counters.flush_bytes, res.bytes);
+    res.edit
+        .meta
+        .push((super::stats::STATS_META.to_string(), Some(inner.counters.encode())));
+    inner.install_edit(res.edit, Some(&mem))?;
+    inner.count_deferred(&res.deferred);
     // Logs older than the oldest needed one hold only flushed data.
     let fs = &inner.opts.fs;
     if let Ok(names) = fs.list(&inner.dir) {
@@ -258,16 +261,20 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             BTreeMap::new(),
         ),
     };
-    // On failure the outputs stay: a failed manifest append may still have reached
-    // the disk, and unreferenced files are swept at the next open.
-    inner.install_edit(std::mem::take(&mut result.edit), None)?;
-    inner.count_deferred(&deferred);
     Counters::add(&inner.counters.compactions, 1);
     if task.trivial_move {
         Counters::add(&inner.counters.trivial_moves, 1);
     }
     Counters::add(&inner.counters.compaction_read, result.bytes_read);
     Counters::add(&inner.counters.compaction_written, result.bytes_written);
+    result
+        .edit
+        .meta
+        .push((super::stats::STATS_META.to_string(), Some(inner.counters.encode())));
+    // On failure the outputs stay: a failed manifest append may still have reached
+    // the disk, and unreferenced files are swept at the next open.
+    inner.install_edit(std::mem::take(&mut result.edit), None)?;
+    inner.count_deferred(&deferred);
     Ok(())
 }
 

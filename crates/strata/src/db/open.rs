@@ -149,6 +149,10 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     }
 
     let version = vs.current();
+    let counters = super::stats::Counters::default();
+    if let Some(saved) = version.meta.get(super::stats::STATS_META) {
+        counters.restore(saved);
+    }
     let now = opts.clock.now_micros();
     let last = vs.last_seq;
     Ok(DbInner {
@@ -177,7 +181,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         }),
         bg_cv: Condvar::new(),
         picker: Mutex::new(CompactionPicker::default()),
-        counters: Default::default(),
+        counters,
         job_ctx,
         catalog: RwLock::new(Arc::new(catalog)),
         table_states,

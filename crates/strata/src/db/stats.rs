@@ -2,7 +2,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Monotonic counters since the database was opened.
+/// Monotonic counters. Those describing work on the tree (user bytes, flushes,
+/// compactions) are saved in the manifest with every flush and compaction, so they span
+/// reopens; the rest count since open.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub user_bytes: AtomicU64,
@@ -19,7 +21,44 @@ pub(crate) struct Counters {
     pub stalls: AtomicU64,
 }
 
+/// Catalog entry holding the work counters, so write amplification spans reopens.
+pub(crate) const STATS_META: &str = "stats/work";
+
 impl Counters {
+    /// The counters that describe work done to the tree, in a fixed order.
+    fn persisted(&self) -> [&AtomicU64; 7] {
+        [
+            &self.user_bytes,
+            &self.user_ops,
+            &self.flushes,
+            &self.flush_bytes,
+            &self.compactions,
+            &self.compaction_read,
+            &self.compaction_written,
+        ]
+    }
+
+    /// Encodes the persisted counters for the manifest.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in self.persisted() {
+            crate::codec::put_varint(&mut out, Self::get(c));
+        }
+        out
+    }
+
+    /// Starts from counters saved by an earlier run (ignores undecodable input: they
+    /// are statistics, not data).
+    pub fn restore(&self, bytes: &[u8]) {
+        let mut d = crate::codec::Decoder::new(bytes);
+        for c in self.persisted() {
+            match d.varint() {
+                Ok(v) => c.store(v, Ordering::Relaxed),
+                Err(_) => return,
+            }
+        }
+    }
+
     pub fn add(c: &AtomicU64, v: u64) {
         c.fetch_add(v, Ordering::Relaxed);
     }
@@ -76,19 +115,19 @@ impl KeyspaceStats {
 pub struct Stats {
     /// Per keyspace.
     pub keyspaces: Vec<KeyspaceStats>,
-    /// Key and value bytes written by users since open.
+    /// Key and value bytes written by users (kept across reopens, as of the last flush).
     pub user_bytes_written: u64,
-    /// Operations written by users since open.
+    /// Operations written by users (kept across reopens, as of the last flush).
     pub user_ops_written: u64,
     /// Bytes appended to the WAL since open.
     pub wal_bytes_written: u64,
     /// WAL fsyncs since open.
     pub wal_syncs: u64,
-    /// Memtable flushes since open.
+    /// Memtable flushes (kept across reopens).
     pub flushes: u64,
     /// Bytes written by flushes.
     pub flush_bytes_written: u64,
-    /// Compactions since open (trivial moves included).
+    /// Compactions (kept across reopens) (trivial moves included).
     pub compactions: u64,
     /// Compactions that only moved files.
     pub trivial_moves: u64,

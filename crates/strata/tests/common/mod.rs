@@ -19,6 +19,7 @@ pub const UNIVERSE: u16 = 200;
 pub const KS_NAMES: [&str; 3] = ["default", "ks1", "ks2"];
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 pub fn key(i: u16) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
@@ -243,7 +244,7 @@ fn compare(what: &str, got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) 
 
 /// Consumes a scan in `mode`, returning items in the order they are expected from the
 /// model for that mode (forward order, or reverse order for `Reverse`).
-fn consume(scan: strata::Scan, mode: ScanMode) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+fn consume(scan: strata::Scan, mode: ScanMode) -> Result<Entries, String> {
     let err = |e: strata::Error| format!("scan error: {e}");
     let mut scan = scan;
     match mode {

@@ -1,0 +1,151 @@
+//! Helpers shared by the `table_*` tests: small options that make flushes and
+//! multi-level compactions happen with little data, row comparison that respects float
+//! bits, and checks of the on-disk state.
+
+#![allow(dead_code)]
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use strata::table::check::{CheckOptions, CheckReport};
+use strata::table::value::Value;
+use strata::table::{Row, Select, Table};
+use strata::{Db, Options};
+
+/// Small memtables and files so a few thousand rows reach level 2.
+pub fn small_options() -> Options {
+    Options {
+        memtable_budget: 32 << 10,
+        target_file_size: 16 << 10,
+        block_size: 1024,
+        l0_compaction_trigger: 2,
+        l0_stall_trigger: 12,
+        size_ratio: 3.0,
+        ..Options::default()
+    }
+}
+
+pub fn u(x: u64) -> Value {
+    Value::U64(x)
+}
+
+pub fn i(x: i64) -> Value {
+    Value::I64(x)
+}
+
+pub fn s(x: &str) -> Value {
+    Value::from(x)
+}
+
+/// Exact equality: floats by bits (NaN payloads and signed zeros included).
+pub fn value_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::F64(x), Value::F64(y)) => x.to_bits() == y.to_bits(),
+        _ => a == b,
+    }
+}
+
+pub fn row_eq(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y))
+}
+
+pub fn rows_eq(a: &[Row], b: &[Row]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| row_eq(x, y))
+}
+
+/// Compares rows on the given positions with the key order, then on the pk positions.
+pub fn cmp_on(a: &[Value], b: &[Value], positions: &[usize]) -> Ordering {
+    for p in positions {
+        match a[*p].cmp_total(&b[*p]) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
+/// Sorts rows into the order of an index over `fields` with primary key `pk`.
+pub fn sort_like_index(rows: &mut [Row], fields: &[usize], pk: &[usize]) {
+    rows.sort_by(|a, b| cmp_on(a, b, fields).then_with(|| cmp_on(a, b, pk)));
+}
+
+/// Runs a select to the end.
+pub fn collect(sel: Select) -> strata::Result<Vec<Row>> {
+    sel.rows()?.collect()
+}
+
+/// Every row of a table in primary key order.
+pub fn all_rows(t: &Table) -> Vec<Row> {
+    collect(t.select(strata::table::select::PRIMARY)).expect("primary scan")
+}
+
+/// Runs `db.check` and panics with the report if it found a problem.
+pub fn check_ok(db: &Db, compact_first: bool) -> CheckReport {
+    let r = db.check(CheckOptions { compact_first }).expect("check runs");
+    assert!(r.ok(), "check(compact_first: {compact_first}) failed:\n{r}");
+    r
+}
+
+/// Deepest level holding a file, over all keyspaces.
+pub fn deepest_level(db: &Db) -> usize {
+    db.stats()
+        .keyspaces
+        .iter()
+        .flat_map(|k| k.levels.iter())
+        .filter(|l| l.files > 0)
+        .map(|l| l.level)
+        .max()
+        .unwrap_or(0)
+}
+
+/// SSTable files the database lists in its current version.
+pub fn live_file_count(db: &Db) -> usize {
+    db.stats()
+        .keyspaces
+        .iter()
+        .flat_map(|k| k.levels.iter())
+        .map(|l| l.files)
+        .sum()
+}
+
+/// Names of the `.sst` files in a directory.
+pub fn sst_files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .expect("read_dir")
+        .filter_map(|e| {
+            let n = e.expect("dir entry").file_name().to_string_lossy().into_owned();
+            n.ends_with(".sst").then_some(n)
+        })
+        .collect()
+}
+
+/// Every row a select through a secondary index returns must be the row `get` returns
+/// for its primary key (no dirty entry leaks out).
+pub fn assert_no_dirty_rows(t: &Table, index: &str, pk_pos: usize) {
+    for r in collect(t.select(index)).expect("select") {
+        let got = t.get(std::slice::from_ref(&r[pk_pos])).expect("get");
+        assert!(
+            got.as_ref().is_some_and(|g| row_eq(g, &r)),
+            "index {index} returned {r:?}, but get by pk gives {got:?}"
+        );
+    }
+}
+
+/// A small deterministic generator (tests must not depend on a global RNG for replays).
+#[derive(Debug, Clone)]
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
