@@ -97,6 +97,10 @@ pub fn is_bottommost(ks: &KeyspaceVersion, inputs: &[InputRun], output_level: us
     true
 }
 
+/// Run id of the one run of a leveled level. Fixed, so that concurrent compactions
+/// into an empty leveled level can never create two runs there.
+pub const LEVELED_RUN: u64 = 0;
+
 /// Picks compactions; keeps the round-robin cursor of each leveled level.
 #[derive(Debug, Default)]
 pub struct CompactionPicker {
@@ -158,7 +162,6 @@ impl CompactionPicker {
                 if level.files().any(is_busy) {
                     return None;
                 }
-                let run = level.runs.first()?;
                 return Some(CompactionTask {
                     keyspace: ks.id,
                     inputs: level
@@ -171,7 +174,7 @@ impl CompactionPicker {
                         })
                         .collect(),
                     output_level: li + 1,
-                    output_run: Some(run.id),
+                    output_run: Some(LEVELED_RUN),
                     bottommost: true,
                     trivial_move: level.runs.len() == 1,
                     reason: "lazy-leveling-push",
@@ -221,26 +224,27 @@ impl CompactionPicker {
         let mut trivial = false;
         if out_leveled {
             let (lo, hi) = key_range(inputs.iter().flat_map(|r| r.files.iter()))?;
-            if let Some(next) = ks.levels.get(out)
-                && let Some(run) = next.runs.first()
-            {
-                output_run = Some(run.id);
-                let over = run.overlapping(Some(&lo), Some(&hi));
-                if over.iter().any(|f| busy.contains(&f.number())) {
-                    return None;
-                }
-                if !over.is_empty() {
-                    inputs.push(InputRun {
-                        level: out,
-                        run: run.id,
-                        files: over,
-                    });
+            output_run = Some(LEVELED_RUN);
+            let mut overlapped = false;
+            if let Some(next) = ks.levels.get(out) {
+                // All runs: a leveled level normally has one, but may hold more after
+                // the options changed from tiering.
+                for run in &next.runs {
+                    let over = run.overlapping(Some(&lo), Some(&hi));
+                    if over.iter().any(|f| busy.contains(&f.number())) {
+                        return None;
+                    }
+                    if !over.is_empty() {
+                        overlapped = true;
+                        inputs.push(InputRun {
+                            level: out,
+                            run: run.id,
+                            files: over,
+                        });
+                    }
                 }
             }
-            trivial = inputs.len() == 1 || (inputs.iter().all(|r| r.level < out) && pairwise_disjoint(&inputs));
-            if trivial && inputs.iter().any(|r| r.level == out) {
-                trivial = false;
-            }
+            trivial = !overlapped && (inputs.len() == 1 || pairwise_disjoint(&inputs));
         }
         let bottommost = is_bottommost(ks, &inputs, out, output_run);
         Some(CompactionTask {
@@ -262,7 +266,8 @@ impl CompactionPicker {
         busy: &HashSet<u64>,
     ) -> Option<CompactionTask> {
         let level = ks.levels.get(li)?;
-        let run = level.runs.first()?;
+        // The oldest run: moving the oldest data down never puts older data above newer.
+        let run = level.runs.last()?;
         let cursor = self.cursors.get(&(ks.id, li)).cloned().unwrap_or_default();
         let n = run.files.len();
         let start = run.files.partition_point(|f| f.meta.smallest <= cursor);
@@ -304,7 +309,13 @@ pub enum Manual {
 
 /// A manual compaction of everything overlapping `[lo, hi]` (closed under overlap) in
 /// one keyspace, into its deepest level.
-pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, busy: &HashSet<u64>) -> Manual {
+pub fn manual_task(
+    ks: &KeyspaceVersion,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    busy: &HashSet<u64>,
+    opts: &Options,
+) -> Manual {
     let (mut lo, mut hi) = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
     let mut chosen: HashSet<u64> = HashSet::new();
     loop {
@@ -348,7 +359,11 @@ pub fn manual_task(ks: &KeyspaceVersion, lo: Option<&[u8]>, hi: Option<&[u8]>, b
         }
     }
     let out = ks.last_level().max(1);
-    let output_run = ks.levels.get(out).and_then(|l| l.runs.last()).map(|r| r.id);
+    let output_run = if opts.is_leveled(out, out) {
+        Some(LEVELED_RUN)
+    } else {
+        ks.levels.get(out).and_then(|l| l.runs.last()).map(|r| r.id)
+    };
     // Only the oldest run of the output level may receive the result in place; any
     // other run there is fully inside the inputs (closure) or disjoint from them.
     let bottommost = is_bottommost(ks, &inputs, out, output_run);

@@ -295,7 +295,7 @@ impl DbInner {
             let Some(tree) = sv.version.keyspace(ks) else {
                 return Err(Error::NotFound(format!("keyspace id {ks}")));
             };
-            match manual_task(tree, lo.as_deref(), hi.as_deref(), &bg.busy) {
+            match manual_task(tree, lo.as_deref(), hi.as_deref(), &bg.busy, &self.opts) {
                 Manual::Nothing => return Ok(()),
                 Manual::Busy => {
                     self.bg_cv.wait_for(&mut bg, Duration::from_millis(50));

@@ -99,7 +99,8 @@ pub(crate) struct DbInner {
     /// Deferred deletes emitted per secondary keyspace since open.
     pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
     pub closed: AtomicBool,
-    pub _lock: std::fs::File,
+    /// The directory lock; released at close even while handles live on.
+    pub lock: Mutex<Option<std::fs::File>>,
 }
 
 /// An open database.
@@ -303,12 +304,16 @@ impl Db {
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
-        let mut wal = self.inner.wal.lock();
-        if let Some(w) = wal.as_mut() {
-            w.writer.flush()?;
-            w.writer.sync()?;
-        }
-        Ok(())
+        let r = {
+            let mut wal = self.inner.wal.lock();
+            match wal.take() {
+                Some(mut w) => w.writer.flush().and_then(|_| w.writer.sync()),
+                None => Ok(()),
+            }
+        };
+        // Old handles now only answer Closed: let the directory be opened again.
+        self.inner.lock.lock().take();
+        r
     }
 }
 

@@ -188,7 +188,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         ddl: RwLock::new(()),
         deferred_emitted: Mutex::new(BTreeMap::new()),
         closed: AtomicBool::new(false),
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
         opts,
     })
 }

@@ -49,6 +49,9 @@ pub(crate) fn get_in(
     key: &[u8],
     snapshot: SeqNo,
 ) -> Result<Option<(SeqNo, Vec<u8>)>> {
+    let Some(tree) = sv.version.keyspace(ks) else {
+        return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
+    };
     let mut best: Option<Found> = None;
     let mut rt_seq: Option<SeqNo> = None;
     let consider = |e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>| -> bool {
@@ -79,17 +82,18 @@ pub(crate) fn get_in(
             break;
         }
     }
-    if !done && let Some(tree) = sv.version.keyspace(ks) {
+    if !done {
         'levels: for level in &tree.levels {
             for run in &level.runs {
-                let Some(f) = run.file_for(key) else { continue };
-                let t = table_cache.get(f.number())?;
-                note_rts(t.range_tombstones(), &mut rt_seq);
-                if f.meta.min_seq > snapshot {
-                    continue;
-                }
-                if consider(t.get(key, snapshot)?, &mut best) {
-                    break 'levels;
+                for f in run.files_for(key) {
+                    let t = table_cache.get(f.number())?;
+                    note_rts(t.range_tombstones(), &mut rt_seq);
+                    if f.meta.min_seq > snapshot {
+                        continue;
+                    }
+                    if consider(t.get(key, snapshot)?, &mut best) {
+                        break 'levels;
+                    }
                 }
             }
         }
@@ -280,6 +284,9 @@ impl Scan {
         guard: Option<super::Snapshot>,
     ) -> Result<Scan> {
         let sv = inner.current();
+        if sv.version.keyspace(ks).is_none() {
+            return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
+        }
         let mut rts: Vec<RangeTombstone> = Vec::new();
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             rts.extend(m.range_tombstones(ks));

@@ -89,7 +89,9 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         let key = layout.secondary_key(&ix, &row, &pk);
         sorter.push(internal_key(&key, seq, ValueKind::Put), Vec::new())?;
     }
-    let run = db.versions.lock().new_file_number();
+    // Level 1 is empty (compactions of the index are paused): the run is the level's
+    // oldest whatever the mode, and the one run of a leveled level.
+    let run = crate::compaction::picker::LEVELED_RUN;
     let mut out = OutputWriter::new(db.job_ctx.clone(), keyspace, 1, run, Vec::new());
     let mut stream = sorter.finish()?;
     while let Some((k, v)) = stream.next_entry()? {

@@ -92,10 +92,14 @@ impl Run {
         self.files.iter().map(|f| f.meta.size).sum()
     }
 
-    /// The file that may hold `key`, found by binary search.
-    pub fn file_for(&self, key: &[u8]) -> Option<&Arc<TableFile>> {
+    /// The files whose range holds `key`, found by binary search: one, or two when
+    /// `key` is where one file's range tombstone ends (exclusive) and the next file
+    /// starts, since file ranges count tombstone ends inclusively.
+    pub fn files_for<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = &'a Arc<TableFile>> + 'a {
         let i = self.files.partition_point(|f| f.meta.largest.as_slice() < key);
-        self.files.get(i).filter(|f| f.meta.smallest.as_slice() <= key)
+        self.files[i..]
+            .iter()
+            .take_while(move |f| f.meta.smallest.as_slice() <= key)
     }
 
     /// Files overlapping `[lo, hi]`.
