@@ -115,6 +115,12 @@ pub struct Options {
     /// Memory for sorting deferred deletes in one flush or compaction before spilling
     /// sorted runs to temporary files.
     pub deferred_sort_memory: usize,
+    /// FADE's delete persistence threshold: every tombstone (point, range or deferred
+    /// delete) reaches the last level and is dropped, with the data it deletes, within
+    /// this time of being written (plus the time the compaction takes). `None` = no bound.
+    pub delete_persistence_threshold: Option<std::time::Duration>,
+    /// Compact a file early when tombstones are at least this share of its entries.
+    pub tombstone_density_trigger: Option<f64>,
     /// Read SSTables with direct I/O, bypassing the page cache (when the file system
     /// supports it), so that only the block cache holds data in memory.
     pub direct_reads: bool,
@@ -146,6 +152,8 @@ impl Default for Options {
             background_threads: 2,
             deferred_sort_memory: 64 << 20,
             direct_reads: false,
+            delete_persistence_threshold: None,
+            tombstone_density_trigger: None,
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),
         }
@@ -179,6 +187,12 @@ impl Options {
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.tombstone_density_trigger.is_some_and(|d| !(d > 0.0 && d <= 1.0)) {
+            return bad("tombstone_density_trigger must be in (0, 1]");
+        }
+        if self.delete_persistence_threshold.is_some_and(|d| d.is_zero()) {
+            return bad("delete_persistence_threshold must be positive");
         }
         if self.target_file_size < 4096 {
             return bad("target_file_size must be at least 4096 bytes");

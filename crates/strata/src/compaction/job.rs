@@ -22,6 +22,8 @@ pub struct JobResult {
     pub bytes_written: u64,
     /// Entries dropped.
     pub dropped: u64,
+    /// Oldest tombstone or pending-purge time of the inputs.
+    pub oldest_input_time: Option<u64>,
 }
 
 /// Receives every `Put` version a flush or compaction drops (deferred index
@@ -47,6 +49,7 @@ pub fn run_compaction(
     output_run: u64,
     snapshots: Vec<SeqNo>,
     keep_shadowed_tombstones: bool,
+    track_obligations: bool,
     sink: &mut dyn DropSink,
 ) -> Result<JobResult> {
     let mut result = JobResult::default();
@@ -80,6 +83,7 @@ pub fn run_compaction(
         }
         children.push(Box::new(RunIter::new(input.files.clone(), ctx.table_cache.clone())));
     }
+    result.oldest_input_time = oldest_tombstone;
     let mut rules = DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels);
     let mut out = OutputWriter::new(
         ctx.clone(),
@@ -90,6 +94,9 @@ pub fn run_compaction(
     );
     if let Some(t) = oldest_tombstone {
         out.note_tombstone_time(t);
+    }
+    if track_obligations && !task.bottommost {
+        out.track_obligations();
     }
     let mut merge = MergingIter::new(children, Direction::Forward);
     merge.seek_to_start()?;

@@ -3,6 +3,7 @@
 //! Flushes reuse the rules and the output writer.
 
 pub mod deferred;
+pub mod fade;
 pub mod job;
 pub mod output;
 pub mod picker;

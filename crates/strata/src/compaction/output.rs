@@ -49,6 +49,7 @@ pub struct OutputWriter {
     lower: Option<Vec<u8>>,
     last_user_key: Vec<u8>,
     tombstone_time: Option<u64>,
+    track_obligations: bool,
     created: Vec<PathBuf>,
     /// Files finished so far.
     pub files: Vec<NewFile>,
@@ -69,10 +70,18 @@ impl OutputWriter {
             lower: None,
             last_user_key: Vec::new(),
             tombstone_time: None,
+            track_obligations: false,
             created: Vec::new(),
             files: Vec::new(),
             bytes_written: 0,
         }
+    }
+
+    /// Records the noted time in every output file even without tombstones: the primary
+    /// files of a deferred table carry the age of their pending purges this way (a put
+    /// may have overwritten a version whose secondary entries await a deferred delete).
+    pub fn track_obligations(&mut self) {
+        self.track_obligations = true;
     }
 
     /// Records that the output holds tombstones at least as old as `t`.

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::fade::{self, DeleteUrgency};
 use crate::options::Options;
 use crate::version::{KeyspaceVersion, TableFile, Version};
 
@@ -97,6 +98,17 @@ pub fn is_bottommost(ks: &KeyspaceVersion, inputs: &[InputRun], output_level: us
     true
 }
 
+/// What the delete-driven picker needs to know about time and snapshots.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteClock {
+    /// Now, in the clock's microseconds.
+    pub now: u64,
+    /// The oldest live snapshot, if any.
+    pub oldest_snapshot: Option<crate::key::SeqNo>,
+    /// Deferred tables: their primary files carry pending-purge times.
+    pub obligations: Arc<super::DeferredRegistry>,
+}
+
 /// Run id of the one run of a leveled level. Fixed, so that concurrent compactions
 /// into an empty leveled level can never create two runs there.
 pub const LEVELED_RUN: u64 = 0;
@@ -110,6 +122,25 @@ pub struct CompactionPicker {
 impl CompactionPicker {
     /// The most urgent compaction over all keyspaces not `paused`, avoiding `busy` files.
     pub fn pick(
+        &mut self,
+        version: &Version,
+        opts: &Options,
+        busy: &HashSet<u64>,
+        paused: &HashSet<u32>,
+        clock: DeleteClock,
+    ) -> Option<CompactionTask> {
+        // Persistence deadlines are promises: expired tombstones go first.
+        let deletes = self.pick_for_deletes(version, opts, busy, paused, &clock);
+        if let Some((true, t)) = deletes {
+            return Some(t);
+        }
+        if let Some(t) = self.pick_for_size(version, opts, busy, paused) {
+            return Some(t);
+        }
+        deletes.map(|(_, t)| t)
+    }
+
+    fn pick_for_size(
         &mut self,
         version: &Version,
         opts: &Options,
@@ -143,6 +174,130 @@ impl CompactionPicker {
             }
         }
         None
+    }
+
+    /// The most urgent delete-driven compaction (FADE deadline or tombstone density),
+    /// with whether it is a deadline.
+    fn pick_for_deletes(
+        &mut self,
+        version: &Version,
+        opts: &Options,
+        busy: &HashSet<u64>,
+        paused: &HashSet<u32>,
+        clock: &DeleteClock,
+    ) -> Option<(bool, CompactionTask)> {
+        if opts.delete_persistence_threshold.is_none() && opts.tombstone_density_trigger.is_none() {
+            return None;
+        }
+        let mut found: Vec<(DeleteUrgency, u32, usize, Arc<TableFile>)> = Vec::new();
+        for ks in version.keyspaces.values() {
+            if paused.contains(&ks.id) {
+                continue;
+            }
+            let last = ks.last_level();
+            for (li, level) in ks.levels.iter().enumerate() {
+                let purges = clock.obligations.primaries.contains_key(&ks.id) && li < last;
+                for f in level.files() {
+                    if (f.meta.tombstones == 0 && !purges) || busy.contains(&f.number()) {
+                        continue;
+                    }
+                    // At the last level only a rewrite that can drop the tombstones
+                    // helps; a snapshot older than them would keep them (and us looping).
+                    if li == last && clock.oldest_snapshot.is_some_and(|s| s < f.meta.max_seq) {
+                        continue;
+                    }
+                    let u = fade::urgency(
+                        opts,
+                        clock.now,
+                        li,
+                        last + 1,
+                        f.meta.oldest_tombstone_time,
+                        f.meta.tombstones,
+                        f.meta.entries + f.meta.range_tombstones,
+                    );
+                    if let Some(u) = u {
+                        found.push((u, ks.id, li, f.clone()));
+                    }
+                }
+            }
+        }
+        found.sort_by(|a, b| b.0.rank().partial_cmp(&a.0.rank()).unwrap_or(std::cmp::Ordering::Equal));
+        for (u, ks_id, li, f) in found {
+            let ks = version.keyspace(ks_id)?;
+            let expired = matches!(u, DeleteUrgency::Expired(_));
+            if let Some(t) = self.compact_file_for_deletes(ks, li, &f, opts, busy) {
+                return Some((expired, t));
+            }
+        }
+        None
+    }
+
+    /// Moves a file's tombstones one step closer to being dropped: down a level, or in
+    /// place at the last level (where the rewrite is bottommost and drops them).
+    fn compact_file_for_deletes(
+        &mut self,
+        ks: &KeyspaceVersion,
+        li: usize,
+        f: &Arc<TableFile>,
+        opts: &Options,
+        busy: &HashSet<u64>,
+    ) -> Option<CompactionTask> {
+        let last = ks.last_level();
+        let level = ks.levels.get(li)?;
+        if li == 0 || !opts.is_leveled(li, last) {
+            if li == last && li > 0 {
+                // Tiered last level: merge its runs in place.
+                if level.files().any(|f| busy.contains(&f.number())) {
+                    return None;
+                }
+                let inputs: Vec<InputRun> = level
+                    .runs
+                    .iter()
+                    .map(|r| InputRun {
+                        level: li,
+                        run: r.id,
+                        files: r.files.clone(),
+                    })
+                    .collect();
+                let bottommost = is_bottommost(ks, &inputs, li, None);
+                return Some(CompactionTask {
+                    keyspace: ks.id,
+                    inputs,
+                    output_level: li,
+                    output_run: None,
+                    bottommost,
+                    trivial_move: false,
+                    reason: "deletes",
+                });
+            }
+            return self.pick_level(ks, li, opts, busy).map(|mut t| {
+                t.reason = "deletes";
+                t
+            });
+        }
+        let run = level.runs.iter().find(|r| r.files.iter().any(|x| Arc::ptr_eq(x, f)))?;
+        let inputs = vec![InputRun {
+            level: li,
+            run: run.id,
+            files: vec![f.clone()],
+        }];
+        if li == last {
+            let bottommost = is_bottommost(ks, &inputs, li, Some(run.id));
+            return Some(CompactionTask {
+                keyspace: ks.id,
+                inputs,
+                output_level: li,
+                output_run: Some(run.id),
+                bottommost,
+                trivial_move: false,
+                reason: "deletes",
+            });
+        }
+        let mut t = self.to_next_level(ks, inputs, li + 1, true, opts, busy, "deletes")?;
+        // A move would carry the tombstones down unchanged; that still counts as
+        // progress towards the last level.
+        t.reason = "deletes";
+        Some(t)
     }
 
     fn pick_level(

@@ -63,7 +63,18 @@ pub(crate) fn flush_memtable(
             continue;
         };
         let mut sink = DeferredDeleteCollector::new(indexer.clone(), ctx.clone(), sort_memory);
-        flush_keyspace(ctx, mem, ks, snapshots, run, false, &mut sink, Vec::new(), &mut result)?;
+        flush_keyspace(
+            ctx,
+            mem,
+            ks,
+            snapshots,
+            run,
+            false,
+            true,
+            &mut sink,
+            Vec::new(),
+            &mut result,
+        )?;
         for (sec, (n, stream)) in sink.finish()? {
             if version.keyspace(sec).is_some() {
                 pending.entry(sec).or_default().push(stream);
@@ -79,7 +90,18 @@ pub(crate) fn flush_memtable(
     for ks in rest {
         let extra = pending.remove(&ks).unwrap_or_default();
         let keep = registry.secondaries.contains(&ks);
-        flush_keyspace(ctx, mem, ks, snapshots, run, keep, &mut NoSink, extra, &mut result)?;
+        flush_keyspace(
+            ctx,
+            mem,
+            ks,
+            snapshots,
+            run,
+            keep,
+            false,
+            &mut NoSink,
+            extra,
+            &mut result,
+        )?;
     }
     result.edit.last_seq = Some(mem.max_seq());
     Ok(result)
@@ -93,6 +115,7 @@ fn flush_keyspace(
     snapshots: &[SeqNo],
     run: u64,
     keep_shadowed_tombstones: bool,
+    track_obligations: bool,
     sink: &mut dyn DropSink,
     extra: Vec<SortedStream>,
     result: &mut FlushResult,
@@ -100,8 +123,11 @@ fn flush_keyspace(
     let rts = mem.range_tombstones(ks);
     let mut rules = DropRules::new(snapshots.to_vec(), false, keep_shadowed_tombstones, rts);
     let mut out = OutputWriter::new(ctx.clone(), ks, 0, run, rules.surviving_range_dels());
-    if mem.tombstones() > 0 || !extra.is_empty() {
+    if mem.tombstones() > 0 || !extra.is_empty() || track_obligations {
         out.note_tombstone_time(mem.created_at());
+    }
+    if track_obligations {
+        out.track_obligations();
     }
     let mut emit = |ikey: &[u8], value: &[u8], out: &mut OutputWriter| -> Result<()> {
         let p = parse_internal_key(ikey)
@@ -134,6 +160,18 @@ fn flush_keyspace(
 
 pub(crate) fn worker(inner: &Arc<DbInner>) {
     loop {
+        {
+            let sv = inner.current();
+            if inner.memtable_expired(&sv) && sv.imm.is_empty() {
+                if let Err(e) = inner.freeze_if_idle() {
+                    inner
+                        .bg
+                        .lock()
+                        .error
+                        .get_or_insert_with(|| format!("freeze failed: {e}"));
+                }
+            }
+        }
         let mut bg = inner.bg.lock();
         if bg.shutdown {
             return;
@@ -157,7 +195,10 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
             continue;
         }
         if bg.manual == 0 {
-            let task = inner.picker.lock().pick(&sv.version, &inner.opts, &bg.busy, &bg.paused);
+            let task = inner
+                .picker
+                .lock()
+                .pick(&sv.version, &inner.opts, &bg.busy, &bg.paused, inner.delete_clock());
             if let Some(task) = task {
                 for f in task.files() {
                     bg.busy.insert(f.number());
@@ -238,13 +279,17 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
         Some(indexer) if !task.trivial_move => {
             let mut sink =
                 DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory);
-            let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut sink)?;
+            let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, true, &mut sink)?;
+            // Deferred deletes inherit the age of the obligations they discharge.
+            let born = result
+                .oldest_input_time
+                .unwrap_or_else(|| inner.opts.clock.now_micros());
             let mut counts = BTreeMap::new();
             for (sec, (n, stream)) in sink.finish()? {
                 // A run of its own, newer than every run holding the puts it names.
                 let run = inner.versions.lock().new_file_number();
                 let mut out = OutputWriter::new(inner.job_ctx.clone(), sec, 0, run, Vec::new());
-                out.note_tombstone_time(inner.opts.clock.now_micros());
+                out.note_tombstone_time(born);
                 let mut stream = stream;
                 while let Some((k, v)) = stream.next_entry()? {
                     out.add(&k, &v)?;
@@ -257,7 +302,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             (result, counts)
         }
         _ => (
-            run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, &mut NoSink)?,
+            run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, false, &mut NoSink)?,
             BTreeMap::new(),
         ),
     };
@@ -279,6 +324,15 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
 }
 
 impl DbInner {
+    /// Time and the oldest snapshot, for delete-driven compaction.
+    pub fn delete_clock(&self) -> crate::compaction::picker::DeleteClock {
+        crate::compaction::picker::DeleteClock {
+            now: self.opts.clock.now_micros(),
+            oldest_snapshot: self.snapshots.lock().keys().next().copied(),
+            obligations: self.registry(),
+        }
+    }
+
     /// Compacts everything of keyspace `ks` overlapping `[lo, hi]` into its last level.
     pub fn compact_keyspace(&self, ks: u32, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>) -> Result<()> {
         self.check_open()?;
@@ -331,12 +385,13 @@ impl DbInner {
             }
             let sv = self.current();
             let idle = sv.imm.is_empty()
+                && !self.memtable_expired(&sv)
                 && !bg.flushing
                 && bg.busy.is_empty()
                 && self
                     .picker
                     .lock()
-                    .pick(&sv.version, &self.opts, &bg.busy, &bg.paused)
+                    .pick(&sv.version, &self.opts, &bg.busy, &bg.paused, self.delete_clock())
                     .is_none();
             if idle {
                 return Ok(());

@@ -560,6 +560,7 @@ impl DbInner {
                     bytes: l.size(),
                     entries: l.files().map(|f| f.meta.entries).sum(),
                     tombstones: l.files().map(|f| f.meta.tombstones).sum(),
+                    oldest_tombstone_time: l.files().filter_map(|f| f.meta.oldest_tombstone_time).min(),
                 })
                 .collect();
             s.keyspaces.push(KeyspaceStats {

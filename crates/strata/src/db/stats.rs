@@ -82,6 +82,9 @@ pub struct LevelStats {
     pub entries: u64,
     /// Point, deferred and range tombstones.
     pub tombstones: u64,
+    /// Clock time (microseconds) of the oldest tombstone (or pending purge of a deferred
+    /// table's primary) in the level's files.
+    pub oldest_tombstone_time: Option<u64>,
 }
 
 /// One keyspace.

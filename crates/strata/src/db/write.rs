@@ -194,7 +194,7 @@ impl DbInner {
                     .first()
                     .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
             });
-            let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget;
+            let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget || self.memtable_expired(&sv);
             if !full && !l0_deep {
                 break Ok(());
             }
@@ -253,6 +253,44 @@ impl DbInner {
         }
         self.bg_cv.notify_all();
         Ok(())
+    }
+
+    /// True when FADE wants the active memtable flushed for its tombstones' sake.
+    pub fn memtable_expired(&self, sv: &SuperVersion) -> bool {
+        if self.opts.delete_persistence_threshold.is_none() || sv.mem.is_empty() {
+            return false;
+        }
+        let levels = sv
+            .version
+            .keyspaces
+            .values()
+            .map(|k| k.last_level() + 1)
+            .max()
+            .unwrap_or(1);
+        crate::compaction::fade::memtable_expired(
+            &self.opts,
+            self.opts.clock.now_micros(),
+            sv.mem.created_at(),
+            sv.mem.tombstones() > 0,
+            levels,
+        )
+    }
+
+    /// Freezes the memtable from a background thread, taking the writers' leadership
+    /// only if no writer is queued (a queued leader would do it itself).
+    pub fn freeze_if_idle(&self) -> Result<bool> {
+        let mut q = self.queue.lock();
+        if !q.waiting.is_empty() {
+            return Ok(false);
+        }
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(id);
+        drop(q);
+        let r = self.freeze_memtable();
+        self.queue.lock().waiting.retain(|w| *w != id);
+        self.queue_cv.notify_all();
+        r.map(|_| true)
     }
 
     /// Freezes the memtable (through the write queue, so it is ordered with writes) and

@@ -1,0 +1,127 @@
+//! Delete-driven compaction: FADE's delete persistence threshold (Lethe) and tombstone
+//! density triggers.
+//!
+//! With a threshold `D`, the memtable and the levels get time shares `d_0 .. d_{n-1}`
+//! that grow geometrically with the size ratio `T` (a deeper level holds `T` times more
+//! data, so it may take `T` times longer) and sum to `D`:
+//!
+//! ```text
+//!   d_j = d_0 * T^j,   d_0 = D * (T - 1) / (T^n - 1),   slot 0 = memtable, slot i+1 = level i
+//! ```
+//!
+//! A file at level `i` whose oldest tombstone is older than the cumulative share of its
+//! slot is *expired*: it is compacted (down a level, or in place at the last level where
+//! its tombstones are dropped), whatever the size triggers say. A tombstone written at
+//! time `t` is therefore in the last level by `t + D` and dropped there, with the data it
+//! deletes. Files are also compacted early when their share of tombstones passes the
+//! density trigger.
+
+use std::time::Duration;
+
+use crate::options::Options;
+
+/// Cumulative deadline (microseconds) of slot `slot` out of `slots` (memtable = 0).
+pub fn deadline_micros(threshold: Duration, size_ratio: f64, slot: usize, slots: usize) -> u64 {
+    let d = threshold.as_micros() as f64;
+    let t = size_ratio.max(1.0 + 1e-9);
+    let n = slots.max(1) as i32;
+    let d0 = d * (t - 1.0) / (t.powi(n) - 1.0);
+    let cumulative = d0 * (t.powi(slot as i32 + 1) - 1.0) / (t - 1.0);
+    (cumulative.min(d)) as u64
+}
+
+/// Why a file is compacted for its deletes, most urgent first.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub enum DeleteUrgency {
+    /// Its oldest tombstone passed its level's deadline; the value is how far past it
+    /// (microseconds), plus the tombstone density as a tie-breaker.
+    Expired(f64),
+    /// Its tombstone density passed the trigger; the value is the density.
+    Dense(f64),
+}
+
+impl DeleteUrgency {
+    /// Sort key: expired files first, then by the inner value.
+    pub fn rank(self) -> (u8, f64) {
+        match self {
+            DeleteUrgency::Expired(v) => (1, v),
+            DeleteUrgency::Dense(v) => (0, v),
+        }
+    }
+}
+
+/// How urgently a file at disk level `level` (of `levels` levels) needs compaction for
+/// its deletes, given its oldest tombstone time, tombstone count and entry count.
+pub fn urgency(
+    opts: &Options,
+    now: u64,
+    level: usize,
+    levels: usize,
+    oldest_tombstone: Option<u64>,
+    tombstones: u64,
+    entries: u64,
+) -> Option<DeleteUrgency> {
+    let density = tombstones as f64 / entries.max(1) as f64;
+    if let (Some(d), Some(t)) = (opts.delete_persistence_threshold, oldest_tombstone) {
+        let deadline = deadline_micros(d, opts.size_ratio, level + 1, levels + 1);
+        let age = now.saturating_sub(t);
+        if age >= deadline {
+            return Some(DeleteUrgency::Expired((age - deadline) as f64 + density));
+        }
+    }
+    match opts.tombstone_density_trigger {
+        Some(trigger) if tombstones > 0 && density >= trigger => Some(DeleteUrgency::Dense(density)),
+        _ => None,
+    }
+}
+
+/// True when the memtable's tombstones have waited their share and it must be flushed.
+pub fn memtable_expired(opts: &Options, now: u64, created_at: u64, has_tombstones: bool, levels: usize) -> bool {
+    match opts.delete_persistence_threshold {
+        Some(d) if has_tombstones => {
+            now.saturating_sub(created_at) >= deadline_micros(d, opts.size_ratio, 0, levels + 1)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_grow_with_the_size_ratio_and_sum_to_the_threshold() {
+        let d = Duration::from_secs(1000);
+        let slots = 4;
+        let c: Vec<u64> = (0..slots).map(|s| deadline_micros(d, 10.0, s, slots)).collect();
+        // d0 = 1000 * 9 / 9999 s
+        assert!((c[0] as f64 - 900_090.0).abs() < 10.0, "{c:?}");
+        assert!(c.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(c[slots - 1], 1_000_000_000);
+        // Each share is T times the one before.
+        let s1 = (c[1] - c[0]) as f64;
+        let s2 = (c[2] - c[1]) as f64;
+        assert!((s2 / s1 - 10.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn urgency_orders_expired_before_dense() {
+        let opts = Options {
+            delete_persistence_threshold: Some(Duration::from_secs(100)),
+            tombstone_density_trigger: Some(0.5),
+            size_ratio: 4.0,
+            ..Options::default()
+        };
+        let now = 1_000_000_000;
+        // Last of two levels: deadline is the whole threshold.
+        let fresh = urgency(&opts, now, 1, 2, Some(now - 10_000_000), 1, 100);
+        assert_eq!(fresh, None);
+        let old = urgency(&opts, now, 1, 2, Some(now - 100_000_000), 1, 100);
+        assert!(matches!(old, Some(DeleteUrgency::Expired(_))));
+        let dense = urgency(&opts, now, 1, 2, Some(now), 60, 100);
+        assert!(matches!(dense, Some(DeleteUrgency::Dense(_))));
+        assert!(old.map(DeleteUrgency::rank) > dense.map(DeleteUrgency::rank));
+        assert!(memtable_expired(&opts, now, now - 100_000_000, true, 2));
+        assert!(!memtable_expired(&opts, now, now - 100_000_000, false, 2));
+    }
+}

@@ -1,0 +1,121 @@
+//! FADE: with a delete persistence threshold D and a driven clock, once D of simulated
+//! time has passed with the background threads running, no tombstone, deferred delete or
+//! dirty secondary entry older than D is left on disk. Without the threshold they stay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use strata::table::check::CheckOptions;
+use strata::table::schema::Schema;
+use strata::table::value::Value;
+use strata::{Db, ManualClock, Options, WriteBatch};
+
+const D: Duration = Duration::from_secs(100);
+const SEC: u64 = 1_000_000;
+
+fn options(clock: Arc<ManualClock>, fade: bool) -> Options {
+    Options {
+        memtable_budget: 32 << 10,
+        target_file_size: 16 << 10,
+        block_size: 1024,
+        size_ratio: 4.0,
+        l0_compaction_trigger: 2,
+        l0_stall_trigger: 16,
+        delete_persistence_threshold: fade.then_some(D),
+        clock,
+        ..Options::default()
+    }
+}
+
+/// Runs 30 s of simulated writes and deletes, then lets `idle` seconds pass.
+fn run(fade: bool, idle: u64) -> (Db, Arc<ManualClock>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000 * SEC));
+    let db = Db::open(dir.path(), options(clock.clone(), fade)).unwrap();
+    let kv = db.default_keyspace();
+    let t = db
+        .create_table(
+            Schema::parse("table t (id u64, a u64, b u64) primary key (id) index by_a (a) index by_b (b) deferred")
+                .unwrap(),
+        )
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for step in 0..30u64 {
+        let mut b = WriteBatch::new();
+        for _ in 0..300 {
+            let k: u32 = rng.gen_range(0..3000);
+            b.put(&kv, format!("k{k:05}").as_bytes(), &[b'v'; 64]);
+        }
+        for _ in 0..50 {
+            let k: u32 = rng.gen_range(0..3000);
+            b.delete(&kv, format!("k{k:05}").as_bytes());
+        }
+        if step % 5 == 0 {
+            let s: u32 = rng.gen_range(0..2900);
+            b.delete_range(&kv, format!("k{s:05}").as_bytes(), format!("k{:05}", s + 50).as_bytes());
+        }
+        db.write(b).unwrap();
+        let mut tx = t.transaction();
+        for _ in 0..100 {
+            let id = rng.gen_range(0..500u64);
+            if rng.gen_bool(0.3) {
+                tx.delete(vec![Value::U64(id)]);
+            } else {
+                tx.replace(vec![
+                    Value::U64(id),
+                    Value::U64(rng.gen_range(0..50)),
+                    Value::U64(rng.gen_range(0..50)),
+                ]);
+            }
+        }
+        tx.commit().unwrap();
+        clock.advance(SEC);
+    }
+    db.wait_for_background().unwrap();
+    for _ in 0..idle / 10 {
+        clock.advance(10 * SEC);
+        db.wait_for_background().unwrap();
+    }
+    (db, clock, dir)
+}
+
+fn oldest_tombstone_age(db: &Db, now: u64) -> Option<u64> {
+    db.stats()
+        .keyspaces
+        .iter()
+        .flat_map(|k| k.levels.iter())
+        .filter_map(|l| l.oldest_tombstone_time)
+        .map(|t| now - t)
+        .max()
+}
+
+#[test]
+fn every_tombstone_and_dirty_entry_is_gone_within_the_threshold() {
+    let (db, clock, _dir) = run(true, D.as_secs() + 20);
+    let now = strata::Clock::now_micros(clock.as_ref());
+    let age = oldest_tombstone_age(&db, now);
+    assert!(
+        age.is_none_or(|a| a < D.as_micros() as u64),
+        "a tombstone {age:?} us old survived: {}",
+        db.stats()
+    );
+    let tombstones: u64 = db.stats().keyspaces.iter().map(|k| k.tombstones()).sum();
+    assert_eq!(tombstones, 0, "{}", db.stats());
+    // No dirty secondary entry is left, without any manual compaction.
+    let report = db.check(CheckOptions::default()).unwrap();
+    assert!(report.ok(), "{report}");
+    for ix in &report.tables[0].indexes {
+        assert_eq!(ix.dirty, 0, "{report}");
+        assert_eq!(ix.file_entries, report.tables[0].rows, "{report}");
+    }
+}
+
+#[test]
+fn without_a_threshold_tombstones_stay() {
+    let (db, clock, _dir) = run(false, D.as_secs() + 20);
+    let now = strata::Clock::now_micros(clock.as_ref());
+    assert!(oldest_tombstone_age(&db, now).is_some_and(|a| a >= D.as_micros() as u64));
+    let report = db.check(CheckOptions::default()).unwrap();
+    assert!(report.tables[0].indexes.iter().any(|ix| ix.dirty > 0), "{report}");
+}
