@@ -107,6 +107,9 @@ pub struct DeleteClock {
     pub oldest_snapshot: Option<crate::key::SeqNo>,
     /// Deferred tables: their primary files carry pending-purge times.
     pub obligations: Arc<super::DeferredRegistry>,
+    /// Keyspaces of deferred tables whose selects meet many dirty entries: their pending
+    /// purges are pushed down now, whatever the deadlines say.
+    pub urgent: HashSet<u32>,
 }
 
 /// Run id of the one run of a leveled level. Fixed, so that concurrent compactions
@@ -186,7 +189,10 @@ impl CompactionPicker {
         paused: &HashSet<u32>,
         clock: &DeleteClock,
     ) -> Option<(bool, CompactionTask)> {
-        if opts.delete_persistence_threshold.is_none() && opts.tombstone_density_trigger.is_none() {
+        if opts.delete_persistence_threshold.is_none()
+            && opts.tombstone_density_trigger.is_none()
+            && clock.urgent.is_empty()
+        {
             return None;
         }
         let mut found: Vec<(DeleteUrgency, u32, usize, Arc<TableFile>)> = Vec::new();
@@ -196,7 +202,10 @@ impl CompactionPicker {
             }
             let last = ks.last_level();
             for (li, level) in ks.levels.iter().enumerate() {
-                let purges = clock.obligations.primaries.contains_key(&ks.id) && li < last;
+                // Versions of a row meet (and the old ones are purged) once their runs
+                // merge: nothing is pending in a last level made of a single run.
+                let unsettled = li < last || level.runs.len() > 1;
+                let purges = clock.obligations.primaries.contains_key(&ks.id) && unsettled;
                 for f in level.files() {
                     if (f.meta.tombstones == 0 && !purges) || busy.contains(&f.number()) {
                         continue;
@@ -215,6 +224,13 @@ impl CompactionPicker {
                         f.meta.tombstones,
                         f.meta.entries + f.meta.range_tombstones,
                     );
+                    let urgent = clock.urgent.contains(&ks.id) && unsettled && (purges || f.meta.tombstones > 0);
+                    let u = match u {
+                        None if urgent => Some(DeleteUrgency::Dense(
+                            1.0 + f.meta.tombstones as f64 / f.meta.entries.max(1) as f64,
+                        )),
+                        u => u,
+                    };
                     if let Some(u) = u {
                         found.push((u, ks.id, li, f.clone()));
                     }

@@ -329,6 +329,7 @@ impl DbInner {
             now: self.opts.clock.now_micros(),
             oldest_snapshot: self.snapshots.lock().keys().next().copied(),
             obligations: self.registry(),
+            urgent: crate::table::runtime::urgent_keyspaces(&self.catalog.read()),
         }
     }
 

@@ -123,6 +123,15 @@ pub struct TableStats {
     pub primary_lookups_per_secondary_hit: f64,
     /// Entries of the primary index's SSTables.
     pub primary_entries: u64,
+    /// Blind REPLACE/DELETE statements since open (deferred mode).
+    pub blind_writes: u64,
+    /// Row versions awaiting cleanup from the secondary indexes: blind writes not yet
+    /// matched by deferred deletes (an upper bound: a blind write of an absent row
+    /// leaves nothing to clean).
+    pub pending_purges_estimate: u64,
+    /// Age of the oldest pending purge (an unsettled primary file's or a secondary
+    /// file's oldest deferred-delete time), in microseconds of the database clock.
+    pub oldest_pending_purge_age_micros: Option<u64>,
     /// Per secondary index.
     pub indexes: Vec<IndexStats>,
 }
@@ -136,6 +145,11 @@ impl std::fmt::Display for TableStats {
         writeln!(f, "  update reads          {}", self.update_reads)?;
         writeln!(f, "  deferred deletes      {}", self.deferred_deletes_emitted)?;
         writeln!(f, "  dirty hits skipped    {}", self.dirty_hits_skipped)?;
+        writeln!(f, "  blind writes          {}", self.blind_writes)?;
+        writeln!(f, "  pending purges (est.) {}", self.pending_purges_estimate)?;
+        if let Some(a) = self.oldest_pending_purge_age_micros {
+            writeln!(f, "  oldest pending purge  {:.3} s", a as f64 / 1e6)?;
+        }
         writeln!(
             f,
             "  primary lookups       {} ({:.3} per secondary hit)",
@@ -377,6 +391,7 @@ impl Table {
             unique_check_reads: get(&c.unique_check_reads),
             update_reads: get(&c.update_reads),
             statements: get(&c.statements),
+            blind_writes: get(&c.blind_writes),
             primary_lookups: get(&c.primary_lookups),
             primary_entries: entries_of(rt.layout.primary).0,
             ..Default::default()
@@ -399,6 +414,31 @@ impl Table {
             s.deferred_deletes_emitted += is.deferred_deletes_emitted;
             s.dirty_hits_skipped += is.dirty_hits_skipped;
             s.indexes.push(is);
+        }
+        if rt.layout.deferred() && !rt.layout.indexes.is_empty() {
+            let per_version = s.deferred_deletes_emitted / rt.layout.indexes.len() as u64;
+            s.pending_purges_estimate = s.blind_writes.saturating_sub(per_version);
+            let now = self.db.opts.clock.now_micros();
+            let mut oldest: Option<u64> = None;
+            let mut note = |t: Option<u64>| {
+                if let Some(t) = t {
+                    oldest = Some(oldest.map_or(t, |o| o.min(t)));
+                }
+            };
+            if let Some(tree) = sv.version.keyspace(rt.layout.primary) {
+                let last = tree.last_level();
+                for (li, level) in tree.levels.iter().enumerate() {
+                    if li < last || level.runs.len() > 1 {
+                        level.files().for_each(|f| note(f.meta.oldest_tombstone_time));
+                    }
+                }
+            }
+            for ix in &rt.layout.indexes {
+                if let Some(tree) = sv.version.keyspace(ix.keyspace) {
+                    tree.files().for_each(|f| note(f.meta.oldest_tombstone_time));
+                }
+            }
+            s.oldest_pending_purge_age_micros = oldest.map(|t| now.saturating_sub(t));
         }
         s.primary_lookups_per_secondary_hit = if hits == 0 {
             0.0

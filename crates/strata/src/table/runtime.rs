@@ -69,6 +69,9 @@ pub struct TableCounters {
     pub update_reads: AtomicU64,
     /// Statements committed.
     pub statements: AtomicU64,
+    /// Blind REPLACE and DELETE statements (deferred mode): each may leave a row version
+    /// whose secondary entries await a deferred delete.
+    pub blind_writes: AtomicU64,
     /// Primary lookups made to validate secondary hits.
     pub primary_lookups: AtomicU64,
 }
@@ -84,6 +87,10 @@ pub(crate) fn get(c: &AtomicU64) -> u64 {
 /// State of a table that outlives catalog rebuilds.
 pub(crate) struct TableState {
     pub counters: TableCounters,
+    /// Per index, the (hits, dirty) totals seen at the last urgency check.
+    pub seen: Mutex<HashMap<String, (u64, u64)>>,
+    /// Pending purges are urgent until then (dirty reads seen recently).
+    pub urgent_until: Mutex<Option<std::time::Instant>>,
     pub indexes: Mutex<HashMap<String, Arc<IndexCounters>>>,
     pub pk_locks: LockStripes,
     pub unique_locks: LockStripes,
@@ -93,6 +100,8 @@ impl TableState {
     fn new() -> Self {
         TableState {
             counters: TableCounters::default(),
+            seen: Mutex::new(HashMap::new()),
+            urgent_until: Mutex::new(None),
             indexes: Mutex::new(HashMap::new()),
             pk_locks: LockStripes::new(),
             unique_locks: LockStripes::new(),
@@ -110,6 +119,53 @@ impl TableState {
 pub(crate) struct TableRuntime {
     pub layout: Arc<Layout>,
     pub state: Arc<TableState>,
+}
+
+/// Dirty hits above this share of a deferred index's recent hits make its table's
+/// pending purges urgent.
+const DIRTY_SHARE: f64 = 0.25;
+/// ...once at least this many dirty hits were seen since the last check.
+const DIRTY_MIN: u64 = 64;
+/// How long a table stays urgent after dirty reads were seen.
+const URGENT_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+/// Hits after which a window without urgency starts over.
+const WINDOW: u64 = 4096;
+
+/// Keyspaces (primary and secondaries) of deferred tables whose selects recently met
+/// many dirty entries. Each call consumes the counts seen since the previous one.
+pub(crate) fn urgent_keyspaces(catalog: &Catalog) -> std::collections::HashSet<u32> {
+    let mut out = std::collections::HashSet::new();
+    for rt in catalog.tables.values() {
+        if !rt.layout.deferred() {
+            continue;
+        }
+        let mut seen = rt.state.seen.lock();
+        let mut urgent = false;
+        for ix in &rt.layout.indexes {
+            let c = rt.state.index(&ix.name);
+            let now = (get(&c.hits), get(&c.dirty));
+            let before = seen.get(&ix.name).copied().unwrap_or((0, 0));
+            let (hits, dirty) = (now.0.saturating_sub(before.0), now.1.saturating_sub(before.1));
+            // A window closes when it shows urgency or is large enough to judge.
+            if dirty >= DIRTY_MIN && dirty as f64 >= DIRTY_SHARE * (hits + dirty) as f64 {
+                urgent = true;
+                seen.insert(ix.name.clone(), now);
+            } else if hits + dirty >= WINDOW {
+                seen.insert(ix.name.clone(), now);
+            }
+        }
+        drop(seen);
+        let mut until = rt.state.urgent_until.lock();
+        let now = std::time::Instant::now();
+        if urgent {
+            *until = Some(now + URGENT_FOR);
+        }
+        if until.is_some_and(|u| now < u) {
+            out.insert(rt.layout.primary);
+            out.extend(rt.layout.indexes.iter().map(|i| i.keyspace));
+        }
+    }
+    out
 }
 
 /// Tables and the deferred registry, rebuilt together.

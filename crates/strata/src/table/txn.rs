@@ -293,6 +293,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 }
                 let bytes = layout.encode(row)?;
                 if layout.deferred() {
+                    add(&counters.blind_writes, 1);
                     deferred::write_row(&layout, &mut batch, &pk, &bytes, row, None);
                 } else {
                     add(&counters.hidden_reads, 1);
@@ -303,6 +304,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             }
             Stmt::Delete(_) => {
                 if layout.deferred() {
+                    add(&counters.blind_writes, 1);
                     deferred::delete_row(&layout, &mut batch, &pk);
                 } else {
                     add(&counters.hidden_reads, 1);
