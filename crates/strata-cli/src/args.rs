@@ -4,9 +4,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::table_args::TableCommand;
+
 /// Inspect and edit a Strata database.
 ///
-/// Keys and values are UTF-8 text (or hex with --hex). Printed keys and values are
+/// Keys and values are UTF-8 text (or hex with --hex; tables are not affected by it). Printed keys and values are
 /// escaped so each stays on one line: `\\` for a backslash, `\t` `\n` `\r` for those
 /// characters, `\xNN` for other control characters and for bytes that are not valid UTF-8.
 #[derive(Debug, Parser)]
@@ -114,6 +116,8 @@ pub enum Command {
         #[arg(long)]
         entries: bool,
     },
+    #[command(flatten)]
+    Table(TableCommand),
 }
 
 /// Arguments of `scan`.

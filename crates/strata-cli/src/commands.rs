@@ -46,7 +46,7 @@ impl From<io::Error> for CliError {
     }
 }
 
-type Result<T, E = CliError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -139,6 +139,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let text = strata::sstable::dump(&strata::fs::RealFs, &file, entries)?;
             write!(out, "{text}")?;
         }
+        Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
     }
     out.flush()?;
     Ok(())
@@ -149,7 +150,7 @@ fn decode(enc: Encoding, what: &str, arg: &str) -> Result<Vec<u8>> {
 }
 
 /// Opens the database in `dir`; only commands that write may create one.
-fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
+pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
     let Some(dir) = dir else {
         return Err(CliError::Usage(
             "no database given: pass --db DIR or set STRATA_DB".into(),
@@ -305,6 +306,7 @@ mod tests {
                     bytes: 100,
                     entries: 7,
                     tombstones: 1,
+                    ..LevelStats::default()
                 }],
             }],
             flushes: 4,

@@ -3,6 +3,9 @@
 mod args;
 mod bytes;
 mod commands;
+mod rows;
+mod table_args;
+mod table_cmds;
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;

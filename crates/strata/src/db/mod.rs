@@ -520,6 +520,10 @@ impl DbInner {
         use stats::Counters as C;
         let sv = self.current();
         let c = &self.counters;
+        // Taken one at a time: background workers take the background state, then the
+        // snapshot list; holding both here in the other order would deadlock.
+        let snapshots = self.snapshots.lock().values().sum();
+        let background_error = self.bg.lock().error.clone();
         let mut s = Stats {
             user_bytes_written: C::get(&c.user_bytes),
             user_ops_written: C::get(&c.user_ops),
@@ -538,8 +542,8 @@ impl DbInner {
             block_cache_usage: self.block_cache.as_ref().map_or(0, |b| b.usage_bytes()),
             block_cache_capacity: self.block_cache.as_ref().map_or(0, |b| b.capacity_bytes()),
             last_seq: self.visible_seq.load(Ordering::Acquire),
-            snapshots: self.snapshots.lock().values().sum(),
-            background_error: self.bg.lock().error.clone(),
+            snapshots,
+            background_error,
             ..Default::default()
         };
         let written = s.flush_bytes_written + s.compaction_bytes_written;
