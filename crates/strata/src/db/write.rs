@@ -23,7 +23,7 @@ use crate::wal;
 const MAX_GROUP_BYTES: usize = 4 << 20;
 
 pub(crate) enum Request {
-    Batch(WriteBatch),
+    Batch(Arc<WriteBatch>),
     /// Freeze the memtable so it gets flushed.
     Freeze,
 }
@@ -33,6 +33,11 @@ pub(crate) struct WriteQueue {
     waiting: VecDeque<u64>,
     requests: HashMap<u64, Request>,
     results: HashMap<u64, std::result::Result<SeqNo, String>>,
+    /// Followers whose batch is in the WAL and who now insert it into the memtable
+    /// themselves: base seqno and the memtable.
+    assigned: HashMap<u64, (SeqNo, Arc<MemTable>)>,
+    /// Followers of the current group still inserting.
+    inserting: usize,
     next_id: u64,
 }
 
@@ -45,7 +50,7 @@ impl DbInner {
             return Ok(self.visible_seq.load(Ordering::Acquire));
         }
         self.check_batch_keyspaces(&batch)?;
-        self.submit(Request::Batch(batch))
+        self.submit(Request::Batch(Arc::new(batch)))
     }
 
     fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
@@ -62,7 +67,15 @@ impl DbInner {
         Ok(())
     }
 
+    /// Queues a request; the writer at the front leads a group: it appends every batch
+    /// of the group to the WAL (one fsync under group commit), then each writer inserts
+    /// its own batch into the memtable in parallel, and the leader publishes the group's
+    /// seqnos once all are in.
     fn submit(&self, req: Request) -> Result<SeqNo> {
+        let mine = match &req {
+            Request::Batch(b) => Some(b.clone()),
+            Request::Freeze => None,
+        };
         let mut q = self.queue.lock();
         let id = q.next_id;
         q.next_id += 1;
@@ -71,6 +84,14 @@ impl DbInner {
         loop {
             if let Some(r) = q.results.remove(&id) {
                 return r.map_err(Error::Background);
+            }
+            if let Some((base, mem)) = q.assigned.remove(&id) {
+                if let Some(b) = &mine {
+                    parking_lot::MutexGuard::unlocked(&mut q, || apply_batch(&mem, b, base, &self.counters));
+                }
+                q.inserting -= 1;
+                self.queue_cv.notify_all();
+                continue;
             }
             if q.waiting.front() == Some(&id) {
                 break;
@@ -104,7 +125,7 @@ impl DbInner {
         }
         drop(q);
 
-        let outcome = self.commit_group(&group);
+        let outcome = self.commit_group(id, &group);
 
         let mut q = self.queue.lock();
         for (wid, _) in &group {
@@ -124,8 +145,9 @@ impl DbInner {
         outcome.map(|seqs| seqs.get(&id).copied().unwrap_or(0))
     }
 
-    /// Leader only: WAL append (+ sync) and memtable insert for a group.
-    fn commit_group(&self, group: &[(u64, Request)]) -> Result<HashMap<u64, SeqNo>> {
+    /// Leader only: WAL append (+ sync) for a group, then the memtable inserts (the
+    /// followers' in parallel), then the group becomes visible.
+    fn commit_group(&self, leader: u64, group: &[(u64, Request)]) -> Result<HashMap<u64, SeqNo>> {
         self.check_open()?;
         self.background_error()?;
         let mut out = HashMap::new();
@@ -149,7 +171,7 @@ impl DbInner {
             if let Err(e) = w.writer.add_record(&record) {
                 return Err(self.fail(e));
             }
-            Counters::add(&self.counters.wal_bytes, record.len() as u64 + 8);
+            Counters::add(&self.counters.wal_bytes, (record.len() + crate::wal::HEADER_LEN) as u64);
             seq += b.seq_count();
             ranges.push((*wid, base, b));
             out.insert(*wid, seq);
@@ -166,9 +188,27 @@ impl DbInner {
         }
         drop(wal_guard);
         self.last_seq.store(seq, Ordering::Release);
-        for (_, base, b) in ranges {
+        let mut own = None;
+        {
+            let mut q = self.queue.lock();
+            for (wid, base, b) in ranges {
+                if wid == leader {
+                    own = Some((base, b));
+                } else {
+                    q.assigned.insert(wid, (base, sv.mem.clone()));
+                    q.inserting += 1;
+                }
+            }
+        }
+        self.queue_cv.notify_all();
+        if let Some((base, b)) = own {
             apply_batch(&sv.mem, b, base, &self.counters);
         }
+        let mut q = self.queue.lock();
+        while q.inserting > 0 {
+            self.queue_cv.wait(&mut q);
+        }
+        drop(q);
         self.visible_seq.store(seq, Ordering::Release);
         Ok(out)
     }
