@@ -23,6 +23,8 @@
 //! larger inputs are refused with [`Error::InvalidArgument`] and nothing is written.
 
 #![deny(missing_docs)]
+// Library code never unwraps: I/O, decoding and user input return errors. Tests may.
+#![deny(clippy::unwrap_used)]
 
 pub mod batch;
 pub mod cache;
