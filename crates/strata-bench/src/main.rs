@@ -1,9 +1,19 @@
 //! `strata-bench`: Strata's benchmarks. Each subcommand runs on a fresh database in a
 //! temporary directory (or `--db DIR`) and prints a table.
 
+mod linkbench;
 mod load;
+mod micro;
+mod peers;
+mod plot;
+mod report;
 
 use clap::{Parser, Subcommand};
+
+/// Errors of the benchmark driver: any error, with a message for the user.
+pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+/// Result of the benchmark driver.
+pub type BenchResult<T> = Result<T, BenchError>;
 
 #[derive(Parser)]
 #[command(name = "strata-bench", about = "Benchmarks for the Strata storage engine")]
@@ -16,12 +26,20 @@ struct Cli {
 enum Cmd {
     /// Load N random keys, then read them back at random: a first baseline.
     Load(load::LoadArgs),
+    /// The deferred-update paper's microbenchmark (Table 1, Figures 7-9): batched
+    /// REPLACE/DELETE on a table with 4 secondary indexes, Strata eager vs deferred,
+    /// with SQLite and Tarantool Vinyl beside them.
+    Micro(micro::MicroArgs),
+    /// LinkBench-like mixed workload through a secondary index: Strata eager vs deferred, SQLite beside.
+    Linkbench(linkbench::LinkbenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
-    let r = match cli.cmd {
-        Cmd::Load(a) => load::run(&a),
+    let r: BenchResult<()> = match cli.cmd {
+        Cmd::Load(a) => load::run(&a).map_err(Into::into),
+        Cmd::Micro(a) => micro::run(&a),
+        Cmd::Linkbench(a) => linkbench::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

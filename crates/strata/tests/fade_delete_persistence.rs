@@ -115,7 +115,10 @@ fn every_tombstone_and_dirty_entry_is_gone_within_the_threshold() {
 fn without_a_threshold_tombstones_stay() {
     let (db, clock, _dir) = run(false, D.as_secs() + 20);
     let now = strata::Clock::now_micros(clock.as_ref());
-    assert!(oldest_tombstone_age(&db, now).is_some_and(|a| a >= D.as_micros() as u64));
+    // Which of them survive depends on where size-driven compaction happened to run;
+    // that something older than D survives does not.
+    let old_tombstone = oldest_tombstone_age(&db, now).is_some_and(|a| a >= D.as_micros() as u64);
     let report = db.check(CheckOptions::default()).unwrap();
-    assert!(report.tables[0].indexes.iter().any(|ix| ix.dirty > 0), "{report}");
+    let dirty = report.tables[0].indexes.iter().any(|ix| ix.dirty > 0);
+    assert!(old_tombstone || dirty, "{report}\n{}", db.stats());
 }

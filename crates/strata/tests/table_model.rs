@@ -14,7 +14,6 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
-use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
@@ -41,7 +40,7 @@ fn schema(name: &str, unique: bool) -> Schema {
     let mode = if name.ends_with('e') { "eager" } else { "deferred" };
     let u = if unique { "unique" } else { "" };
     Schema::parse(&format!(
-        "table {name} (id u64, a u64, b str null, c i64, d f64, e bool, f bytes null) primary key (id) \
+        "table {name} (id u64, a u64, b str null, c i64, d f64, e bool, f bytes null, p bytes) primary key (id) \
          index by_a (a) index by_bc {u} (b, c) index by_d (d) index by_efa (e, f, a) {mode}"
     ))
     .expect("schema")
@@ -188,8 +187,8 @@ enum Op {
     Select(SelSpec),
     Count,
     Snapshot,
-    SelectAt(Index, SelSpec),
-    Release(Index),
+    SelectAt(usize, SelSpec),
+    Release(usize),
     Flush,
     Compact,
     Reopen,
@@ -205,13 +204,33 @@ fn op() -> impl Strategy<Value = Op> {
         16 => sel_spec().prop_map(Op::Select),
         1 => Just(Op::Count),
         3 => Just(Op::Snapshot),
-        6 => (any::<Index>(), sel_spec()).prop_map(|(i, s)| Op::SelectAt(i, s)),
-        2 => any::<Index>().prop_map(Op::Release),
+        6 => (any::<usize>(), sel_spec()).prop_map(|(i, s)| Op::SelectAt(i, s)),
+        2 => any::<usize>().prop_map(Op::Release),
         3 => Just(Op::Flush),
         2 => Just(Op::Compact),
         1 => Just(Op::Reopen),
         1 => Just(Op::Check),
     ]
+}
+
+/// A row of the generated fields plus the unindexed payload `p` (derived from the other
+/// fields so it changes with most writes and makes the primary index big enough to
+/// reach level 2).
+fn full(mut r: Row) -> Row {
+    let h = r.iter().map(|v| v.to_string().len() as u64).sum::<u64>()
+        + r[0].as_u64().unwrap_or(0) * 7
+        + r[1].as_u64().unwrap_or(0) * 131;
+    r.push(Value::Bytes(vec![b'p'; (h * 37 % 1000) as usize]));
+    r
+}
+
+fn full_stmt(s: &Stmt) -> Stmt {
+    match s {
+        Stmt::Insert(r) => Stmt::Insert(full(r.clone())),
+        Stmt::Replace(r) => Stmt::Replace(full(r.clone())),
+        Stmt::Bad(r) => Stmt::Bad(full(r.clone())),
+        other => other.clone(),
+    }
 }
 
 fn bulk_rows(start: u64, n: u64, seed: u64) -> Vec<Row> {
@@ -232,7 +251,19 @@ fn bulk_rows(start: u64, n: u64, seed: u64) -> Vec<Row> {
                 },
             ]
         })
+        .map(full)
         .collect()
+}
+
+/// Smaller than the shared options: with forty rows, the primary index of each table
+/// must still grow past level 1.
+fn model_options() -> strata::Options {
+    strata::Options {
+        memtable_budget: 16 << 10,
+        target_file_size: 8 << 10,
+        size_ratio: 2.0,
+        ..small_options()
+    }
 }
 
 type Model = BTreeMap<u64, Row>;
@@ -366,7 +397,14 @@ fn build_select(t: &Table, spec: &SelSpec, at: Option<&Snapshot>) -> Select {
 fn fmt_rows(rows: &[Row]) -> String {
     let v: Vec<String> = rows
         .iter()
-        .map(|r| strata::table::value::Value::to_string(&r[0]) + &format!("{:?}", &r[1..]))
+        .map(|r| {
+            format!(
+                "{}{:?}+{}",
+                r[0],
+                &r[1..7],
+                r.get(7).and_then(|p| p.as_bytes()).map_or(0, |p| p.len())
+            )
+        })
         .collect();
     format!("[{}]", v.join(", "))
 }
@@ -391,13 +429,15 @@ static TOTALS: Totals = Totals {
     deepest: AtomicU64::new(0),
 };
 
+/// Fields drop in order: the database (and its background threads) before the
+/// directory it writes to.
 struct Harness {
-    dir: tempfile::TempDir,
     db: Option<Db>,
     tables: Vec<Table>,
     /// Per table kind: index 0 = with unique index, 1 = without.
     models: [Model; 2],
     snapshots: Vec<(Snapshot, [Model; 2])>,
+    dir: tempfile::TempDir,
 }
 
 fn model_of(t: usize) -> usize {
@@ -406,8 +446,8 @@ fn model_of(t: usize) -> usize {
 
 impl Harness {
     fn new() -> Harness {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let dir = table_common::tempdir();
+        let db = Db::open(dir.path(), model_options()).expect("open");
         let tables = TABLES
             .iter()
             .map(|(n, u)| db.create_table(schema(n, *u)).expect("create table"))
@@ -455,7 +495,7 @@ impl Harness {
         self.tables.clear();
         let db = self.db.take().expect("db");
         db.close().map_err(|e| format!("close: {e}"))?;
-        let db = Db::open(self.dir.path(), small_options()).map_err(|e| format!("reopen: {e}"))?;
+        let db = Db::open(self.dir.path(), model_options()).map_err(|e| format!("reopen: {e}"))?;
         let mut names = db.list_tables();
         names.sort();
         let mut want: Vec<String> = TABLES.iter().map(|t| t.0.to_string()).collect();
@@ -475,9 +515,8 @@ impl Harness {
         let mut tx = t.transaction();
         for s in stmts {
             match s {
-                Stmt::Insert(r) | Stmt::Bad(r) if matches!(s, Stmt::Insert(_)) => tx.insert(r.clone()),
+                Stmt::Insert(r) => tx.insert(r.clone()),
                 Stmt::Replace(r) | Stmt::Bad(r) => tx.replace(r.clone()),
-                Stmt::Insert(_) => unreachable!(),
                 Stmt::Delete(pk) => tx.delete(vec![Value::U64(*pk)]),
                 Stmt::Update(pk, sets) => tx.update(
                     vec![Value::U64(*pk)],
@@ -520,9 +559,8 @@ impl Harness {
     fn step(&mut self, op: &Op) -> Result<(), String> {
         match op {
             Op::One(s) => {
-                for ti in 0..self.tables.len() {
-                    let t = &self.tables[ti];
-                    let unique = TABLES[ti].1;
+                let s = &full_stmt(s);
+                for (ti, (t, (_, unique))) in self.tables.iter().zip(TABLES).enumerate() {
                     let want = model_apply(&mut self.models[model_of(ti)].clone(), std::slice::from_ref(s), unique);
                     let got = match s {
                         Stmt::Insert(r) => t.insert(r.clone()).map(|_| true),
@@ -554,9 +592,9 @@ impl Harness {
                 }
             }
             Op::Txn(stmts) => {
-                for ti in 0..self.tables.len() {
-                    let t = &self.tables[ti];
-                    let want = model_apply(&mut self.models[model_of(ti)].clone(), stmts, TABLES[ti].1);
+                let stmts: &Vec<Stmt> = &stmts.iter().map(full_stmt).collect();
+                for (ti, (t, (_, unique))) in self.tables.iter().zip(TABLES).enumerate() {
+                    let want = model_apply(&mut self.models[model_of(ti)].clone(), stmts, unique);
                     match (self.stmts(t, stmts), want) {
                         (Ok(o), Ok((applied, missed))) => {
                             if o.statements != applied || o.updates_missed != missed {
@@ -617,12 +655,12 @@ impl Harness {
             }
             Op::SelectAt(i, spec) => {
                 if !self.snapshots.is_empty() {
-                    self.compare_select(spec, Some(i.index(self.snapshots.len())))?;
+                    self.compare_select(spec, Some(i % self.snapshots.len()))?;
                 }
             }
             Op::Release(i) => {
                 if !self.snapshots.is_empty() {
-                    self.snapshots.remove(i.index(self.snapshots.len()));
+                    self.snapshots.remove(i % self.snapshots.len());
                 }
             }
             Op::Flush => self.db().flush().map_err(|e| format!("flush: {e}"))?,
@@ -701,7 +739,7 @@ fn tables_match_the_model() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&prop::collection::vec(op(), 100..200), |ops| run_case(&ops));
+    let result = runner.run(&prop::collection::vec(op(), 100..180), |ops| run_case(&ops));
     match result {
         Ok(()) => {}
         Err(TestError::Fail(why, ops)) => {
@@ -711,6 +749,15 @@ fn tables_match_the_model() {
     }
     let t = &TOTALS;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    eprintln!(
+        "totals: flushes {} compactions {} dd {} dirty {} constraint {} deepest {}",
+        get(&t.flushes),
+        get(&t.compactions),
+        get(&t.deferred_deletes),
+        get(&t.dirty_skipped),
+        get(&t.constraint_failures),
+        get(&t.deepest)
+    );
     assert!(get(&t.flushes) > 40, "flushes: {}", get(&t.flushes));
     assert!(get(&t.compactions) > 40, "compactions: {}", get(&t.compactions));
     assert!(
@@ -763,19 +810,24 @@ fn dirty_entries_are_skipped_in_both_directions() {
         Op::One(Stmt::Delete(2)),
         Op::Select(by_a(vec![Value::U64(1)], false)),
         Op::Select(by_a(vec![], true)),
-        Op::SelectAt(Index::from(0usize), by_a(vec![], false)),
+        Op::SelectAt(0, by_a(vec![], false)),
         Op::Flush,
         Op::Select(by_a(vec![Value::U64(1)], true)),
-        Op::SelectAt(Index::from(0usize), by_a(vec![Value::U64(1)], true)),
+        Op::SelectAt(0, by_a(vec![Value::U64(1)], true)),
         Op::Compact,
-        Op::SelectAt(Index::from(0usize), by_a(vec![], true)),
-        Op::Reopen,
-        Op::Select(by_a(vec![], false)),
+        Op::SelectAt(0, by_a(vec![], true)),
     ];
     for op in &ops {
         h.step(op).unwrap_or_else(|e| panic!("{op:?}: {e}"));
     }
+    // The blind writes of the deferred table left dirty entries that selects skipped.
     let nd = h.tables[3].stats().expect("stats");
-    assert!(nd.deferred_deletes_emitted > 0 || nd.dirty_hits_skipped > 0, "{nd}");
+    assert_eq!(nd.hidden_reads, 0, "{nd}");
+    assert!(nd.dirty_hits_skipped > 0, "{nd}");
+    let ne = h.tables[2].stats().expect("stats");
+    assert_eq!(ne.dirty_hits_skipped, 0, "{ne}");
+    for op in [Op::Release(0), Op::Compact, Op::Reopen, Op::Select(by_a(vec![], false))] {
+        h.step(&op).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+    }
     h.finish().expect("finish");
 }

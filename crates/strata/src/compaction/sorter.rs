@@ -188,3 +188,54 @@ impl InternalIterator for SortedStreamIter {
         self.cur.as_ref().map(|c| c.1.as_slice()).unwrap_or(&[])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::TableCache;
+    use crate::fs::{FileSystem, RealFs};
+    use crate::key::{ValueKind, internal_key};
+    use crate::options::SystemClock;
+    use crate::sstable::TableOptions;
+    use std::sync::atomic::AtomicU64;
+
+    fn ctx(dir: &std::path::Path) -> JobContext {
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
+        JobContext {
+            table_cache: Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), 16, None)),
+            fs,
+            dir: dir.to_path_buf(),
+            table_opts: TableOptions::default(),
+            file_numbers: Arc::new(AtomicU64::new(1)),
+            target_file_size: 1 << 20,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    #[test]
+    fn spills_past_the_memory_bound_and_merges_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = ExternalSorter::new(ctx(dir.path()), 1 << 16);
+        let mut expected = Vec::new();
+        for i in 0..20_000u32 {
+            let k = (i.wrapping_mul(2_654_435_761) % 5_000).to_be_bytes();
+            let seq = u64::from(i % 7);
+            let ikey = internal_key(&k, seq, ValueKind::DeferredDelete);
+            expected.push(ikey.clone());
+            s.push(ikey, Vec::new()).unwrap();
+        }
+        assert!(s.spilled_runs() >= 2, "the bound should force spills");
+        let tmp_files = || std::fs::read_dir(dir.path()).unwrap().count();
+        assert!(tmp_files() >= 2);
+        expected.sort_by(|a, b| compare_internal(a, b));
+        expected.dedup();
+        let mut stream = s.finish().unwrap();
+        let mut got = Vec::new();
+        while let Some((k, _)) = stream.next_entry().unwrap() {
+            got.push(k);
+        }
+        assert_eq!(got, expected);
+        drop(stream);
+        assert_eq!(tmp_files(), 0, "temporary runs are removed");
+    }
+}

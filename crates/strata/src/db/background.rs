@@ -162,14 +162,16 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
     loop {
         {
             let sv = inner.current();
-            if inner.memtable_expired(&sv) && sv.imm.is_empty()
-                && let Err(e) = inner.freeze_if_idle() {
-                    inner
-                        .bg
-                        .lock()
-                        .error
-                        .get_or_insert_with(|| format!("freeze failed: {e}"));
-                }
+            if inner.memtable_expired(&sv)
+                && sv.imm.is_empty()
+                && let Err(e) = inner.freeze_if_idle()
+            {
+                inner
+                    .bg
+                    .lock()
+                    .error
+                    .get_or_insert_with(|| format!("freeze failed: {e}"));
+            }
         }
         let mut bg = inner.bg.lock();
         if bg.shutdown {

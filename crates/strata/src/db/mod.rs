@@ -361,6 +361,10 @@ impl DbInner {
             .into_iter()
             .partition(|f| cur.keyspace(f.keyspace).is_some() || edit.new_keyspaces.iter().any(|k| k.0 == f.keyspace));
         edit.new_files = keep;
+        if !edit.new_files.is_empty() {
+            // The new files' names must be durable before the manifest names them.
+            self.opts.fs.sync_dir(&self.dir)?;
+        }
         let v = vs.log_and_apply(edit)?;
         self.install_version(v, flushed);
         drop(vs);

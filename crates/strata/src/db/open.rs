@@ -126,7 +126,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     let table_states = Mutex::new(std::collections::HashMap::new());
     let catalog = crate::table::runtime::Catalog::build(&vs.current(), &table_states)?;
     let registry = catalog.registry.clone();
-    let last_seq = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry)?;
+    let (last_seq, torn) = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry)?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
     let wal_number = vs.new_file_number();
@@ -143,7 +143,15 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
             .and_then(|s| s.parse::<u64>().ok())
             .is_some_and(|num| num < wal_number);
         let old_manifest = n.starts_with("MANIFEST-") && Some(&n) != manifest.as_ref();
-        if old_wal || old_manifest {
+        let is_torn = old_wal
+            && n.strip_suffix(".wal")
+                .and_then(|s| s.parse::<u64>().ok())
+                .is_some_and(|num| torn.contains(&num));
+        if is_torn {
+            // Its tail did not checksum: most likely a torn write, but keep the bytes
+            // for an operator rather than destroy what might be a damaged record.
+            fs.rename(&dir.join(&n), &dir.join(format!("{n}.torn")))?;
+        } else if old_wal || old_manifest {
             fs.remove(&dir.join(&n))?;
         }
     }
@@ -194,9 +202,21 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
 }
 
 /// Removes SSTables no version lists (outputs of a job that crashed before its edit)
-/// and temporary files.
+/// and temporary files, after checking that every file the manifest lists is there:
+/// a manifest that lost its last edit must not lead to deleting that edit's outputs.
 fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
     let live: HashSet<u64> = vs.current().live_files().into_iter().collect();
+    let present: HashSet<String> = fs.list(dir)?.into_iter().collect();
+    for n in &live {
+        let name = crate::sstable::table_file_name(*n);
+        if !present.contains(&name) {
+            return Err(Error::corruption(
+                dir.join(&name),
+                0,
+                "the manifest lists this SSTable but it is missing; nothing was changed",
+            ));
+        }
+    }
     for n in fs.list(dir)? {
         let orphan_sst = n
             .strip_suffix(".sst")
@@ -216,8 +236,9 @@ fn replay_wal(
     opts: &crate::Options,
     dir: &Path,
     registry: &DeferredRegistry,
-) -> Result<u64> {
+) -> Result<(u64, Vec<u64>)> {
     let fs = opts.fs.clone();
+    let mut torn = Vec::new();
     let mut logs: Vec<u64> = fs
         .list(dir)?
         .iter()
@@ -252,6 +273,7 @@ fn replay_wal(
             maybe_flush(vs, ctx, &mut mem, opts, registry)?;
         }
         if let Some(at) = reader.torn_tail_at() {
+            torn.push(number);
             // Older logs are synced before a new one starts: only the newest may be
             // cut short by a crash.
             if Some(number) != newest {
@@ -267,7 +289,7 @@ fn replay_wal(
         flush_recovered(vs, ctx, &mem, opts, registry)?;
     }
     vs.last_seq = vs.last_seq.max(last_seq);
-    Ok(last_seq)
+    Ok((last_seq, torn))
 }
 
 fn maybe_flush(

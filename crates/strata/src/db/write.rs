@@ -269,6 +269,8 @@ impl DbInner {
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(wal::log_file_name(number));
         let file = self.opts.fs.create(&path)?;
+        // The new log's name must be durable before writes acknowledged in it.
+        self.opts.fs.sync_dir(&self.dir)?;
         {
             let mut wal_guard = self.wal.lock();
             if let Some(old) = wal_guard.as_mut() {

@@ -94,12 +94,36 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     let run = crate::compaction::picker::LEVELED_RUN;
     let mut out = OutputWriter::new(db.job_ctx.clone(), keyspace, 1, run, Vec::new());
     let mut stream = sorter.finish()?;
+    let mut prev_ukey: Option<Vec<u8>> = None;
     while let Some((k, v)) = stream.next_entry()? {
+        if ix.unique {
+            // Entries come sorted by index key: a duplicate is next to its twin.
+            let (ukey, _) = layout.split_secondary(&ix, crate::key::user_key(&k))?;
+            let has_null = ix.shape.decode(ukey)?.iter().any(|v| v.is_null());
+            if !has_null && prev_ukey.as_deref() == Some(ukey) {
+                return Err(Error::Constraint(format!(
+                    "cannot build unique index {name:?}: existing rows share a key"
+                )));
+            }
+            prev_ukey = Some(ukey.to_vec());
+        }
         out.add(&k, &v)?;
     }
     let (files, _) = out.finish()?;
     let _ddl = db.ddl.write();
-    let rt = table.runtime()?;
+    let rt = match table.runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            // The table went away during the build: its files would only leak.
+            for f in &files {
+                let _ = db
+                    .opts
+                    .fs
+                    .remove(&db.dir.join(crate::sstable::table_file_name(f.meta.number)));
+            }
+            return Err(e);
+        }
+    };
     let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
     let def = TableDef {
         schema: rt.layout.schema.clone(),

@@ -17,6 +17,8 @@ pub struct KeyShape {
     pub positions: Vec<usize>,
     /// Their types and nullability.
     pub types: Vec<(FieldType, bool)>,
+    /// Their names (for error messages).
+    pub names: Vec<String>,
 }
 
 impl KeyShape {
@@ -32,7 +34,11 @@ impl KeyShape {
             positions.push(p);
             types.push((schema.fields[p].ty, schema.fields[p].nullable));
         }
-        Ok(KeyShape { positions, types })
+        Ok(KeyShape {
+            positions,
+            types,
+            names: names.to_vec(),
+        })
     }
 
     /// Appends the key of `row`.
@@ -54,8 +60,8 @@ impl KeyShape {
                 self.types.len()
             )));
         }
-        for (v, (ty, nullable)) in values.iter().zip(&self.types) {
-            check_value(v, *ty, *nullable)?;
+        for ((v, (ty, nullable)), name) in values.iter().zip(&self.types).zip(&self.names) {
+            check_value(name, v, *ty, *nullable)?;
         }
         encode_key(out, values, &self.types[..values.len()]);
         Ok(())
@@ -77,25 +83,17 @@ impl KeyShape {
     }
 }
 
-/// Checks one value against a field type.
-pub fn check_value(v: &Value, ty: FieldType, nullable: bool) -> Result<()> {
-    let ok = match (v, ty) {
-        (Value::Null, _) => nullable,
-        (Value::U64(_), FieldType::U64)
-        | (Value::I64(_), FieldType::I64)
-        | (Value::F64(_), FieldType::F64)
-        | (Value::Str(_), FieldType::Str)
-        | (Value::Bytes(_), FieldType::Bytes)
-        | (Value::Bool(_), FieldType::Bool) => true,
-        _ => false,
-    };
+/// Checks one key value against its field's type.
+pub fn check_value(field: &str, v: &Value, ty: FieldType, nullable: bool) -> Result<()> {
+    let ok = if v.is_null() { nullable } else { ty.matches(v) };
     if ok {
         Ok(())
     } else {
         Err(Error::SchemaMismatch(format!(
-            "value {v} ({}) does not fit a {ty:?}{} key field",
-            v.type_name(),
-            if nullable { " null" } else { "" }
+            "key field '{field}' expects {}{}, got {v} ({})",
+            ty.name(),
+            if nullable { " or null" } else { "" },
+            v.type_name()
         )))
     }
 }

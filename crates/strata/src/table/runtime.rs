@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use super::catalog::{load_tables, registry_for};
 use super::layout::Layout;
@@ -30,20 +30,45 @@ impl LockStripes {
         (crc32c::crc32c_append(tag, key) as usize) % STRIPES
     }
 
-    /// Locks the given stripes in ascending order (deadlock-free).
-    pub fn lock_all(&self, mut stripes: Vec<usize>) -> Vec<MutexGuard<'_, ()>> {
+    /// Tries to lock one stripe without blocking.
+    pub fn try_lock(&self, stripe: usize) -> Option<MutexGuard<'_, ()>> {
+        self.0.get(stripe).and_then(|m| m.try_lock())
+    }
+}
+
+/// Primary-key stripes: blind writes take them shared (they never conflict with each
+/// other), statements that read before they write take them exclusive, so a blind write
+/// can never slip between another statement's read and its write.
+pub(crate) struct KeyLocks(Vec<RwLock<()>>);
+
+/// A held stripe of [`KeyLocks`].
+pub(crate) enum KeyGuard<'a> {
+    /// Held by a blind writer.
+    Shared(#[allow(dead_code)] parking_lot::RwLockReadGuard<'a, ()>),
+    /// Held by a reading writer.
+    Exclusive(#[allow(dead_code)] parking_lot::RwLockWriteGuard<'a, ()>),
+}
+
+impl KeyLocks {
+    fn new() -> Self {
+        KeyLocks((0..STRIPES).map(|_| RwLock::new(())).collect())
+    }
+
+    /// Locks the given stripes in ascending order (deadlock-free), shared or exclusive.
+    pub fn lock_all(&self, mut stripes: Vec<usize>, exclusive: bool) -> Vec<KeyGuard<'_>> {
         stripes.sort_unstable();
         stripes.dedup();
         stripes
             .iter()
             .filter_map(|s| self.0.get(*s))
-            .map(|m| m.lock())
+            .map(|l| {
+                if exclusive {
+                    KeyGuard::Exclusive(l.write())
+                } else {
+                    KeyGuard::Shared(l.read())
+                }
+            })
             .collect()
-    }
-
-    /// Tries to lock one stripe without blocking.
-    pub fn try_lock(&self, stripe: usize) -> Option<MutexGuard<'_, ()>> {
-        self.0.get(stripe).and_then(|m| m.try_lock())
     }
 }
 
@@ -92,7 +117,7 @@ pub(crate) struct TableState {
     /// Pending purges are urgent until then (dirty reads seen recently).
     pub urgent_until: Mutex<Option<std::time::Instant>>,
     pub indexes: Mutex<HashMap<String, Arc<IndexCounters>>>,
-    pub pk_locks: LockStripes,
+    pub pk_locks: KeyLocks,
     pub unique_locks: LockStripes,
 }
 
@@ -103,7 +128,7 @@ impl TableState {
             seen: Mutex::new(HashMap::new()),
             urgent_until: Mutex::new(None),
             indexes: Mutex::new(HashMap::new()),
-            pk_locks: LockStripes::new(),
+            pk_locks: KeyLocks::new(),
             unique_locks: LockStripes::new(),
         }
     }

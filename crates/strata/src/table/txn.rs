@@ -233,7 +233,9 @@ impl Ctx<'_> {
 fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Option<Outcome>> {
     let layout = rt.layout.clone();
     let has_unique = layout.indexes.iter().any(|i| i.unique);
-    let blind_ok = layout.deferred() && !has_unique;
+    // Without secondary indexes there is nothing to maintain: every mode is blind.
+    let blind = layout.deferred() || layout.indexes.is_empty();
+    let blind_ok = blind && !has_unique;
     // Resolve primary keys up front (also validates rows and key values).
     let mut pks = Vec::with_capacity(stmts.len());
     let mut needs_lock = false;
@@ -243,7 +245,21 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 layout.schema.check_row(r)?;
                 layout.pk_of(r)
             }
-            Stmt::Delete(pk) | Stmt::Update(pk, _) => layout.pk_from_values(pk)?,
+            Stmt::Delete(pk) => layout.pk_from_values(pk)?,
+            Stmt::Update(pk, set) => {
+                for (name, v) in set {
+                    let f = &layout.schema.fields[set_position(&layout, name)?];
+                    if !(if v.is_null() { f.nullable } else { f.ty.matches(v) }) {
+                        return Err(Error::SchemaMismatch(format!(
+                            "field '{name}' expects {}{}, got {v} ({})",
+                            f.ty.name(),
+                            if f.nullable { " or null" } else { "" },
+                            v.type_name()
+                        )));
+                    }
+                }
+                layout.pk_from_values(pk)?
+            }
         };
         needs_lock |= match s {
             Stmt::Insert(_) | Stmt::Update(..) => true,
@@ -251,13 +267,10 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
         };
         pks.push(pk);
     }
-    let _pk_guards = if needs_lock {
-        rt.state
-            .pk_locks
-            .lock_all(pks.iter().map(|pk| LockStripes::stripe(layout.primary, pk)).collect())
-    } else {
-        Vec::new()
-    };
+    let _pk_guards = rt.state.pk_locks.lock_all(
+        pks.iter().map(|pk| LockStripes::stripe(layout.primary, pk)).collect(),
+        needs_lock,
+    );
     let mut cx = Ctx {
         db,
         rt,
@@ -292,7 +305,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                     return Ok(None);
                 }
                 let bytes = layout.encode(row)?;
-                if layout.deferred() {
+                if blind {
                     add(&counters.blind_writes, 1);
                     deferred::write_row(&layout, &mut batch, &pk, &bytes, row, None);
                 } else {
@@ -303,7 +316,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 cx.overlay.insert(pk, Some(row.clone()));
             }
             Stmt::Delete(_) => {
-                if layout.deferred() {
+                if blind {
                     add(&counters.blind_writes, 1);
                     deferred::delete_row(&layout, &mut batch, &pk);
                 } else {
@@ -351,6 +364,22 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
     out.seq = db.write(batch)?;
     add(&counters.statements, out.statements);
     Ok(Some(out))
+}
+
+/// The row position an UPDATE may set, or why it may not.
+fn set_position(layout: &Layout, name: &str) -> Result<usize> {
+    let p = layout
+        .schema
+        .fields
+        .iter()
+        .position(|f| f.name == name)
+        .ok_or_else(|| Error::SchemaMismatch(format!("table {:?} has no field {name:?}", layout.name)))?;
+    if layout.pk.positions.contains(&p) {
+        return Err(Error::InvalidArgument(format!(
+            "UPDATE cannot change primary key field {name:?}; use DELETE and INSERT"
+        )));
+    }
+    Ok(p)
 }
 
 /// Writes a row whose old version (if any) is known, in the table's mode.

@@ -130,11 +130,31 @@ impl VersionSet {
     /// Makes `edit` durable in the manifest, then installs the version it produces.
     /// On error nothing is installed.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        self.absorb_counters(&edit);
-        self.fill_counters(&mut edit);
+        let saved = (self.last_seq, self.log_number, self.next_keyspace_id);
+        let r = self.log_and_apply_inner(&mut edit);
+        if r.is_err() {
+            // The edit did not happen: its counters (the flushed seqno above all) must
+            // not leak into a later manifest, or recovery would skip unflushed WAL data.
+            (self.last_seq, self.log_number, self.next_keyspace_id) = saved;
+            if self.manifest.is_none() {
+                // Rewrite from the state before the edit (see the log failure below).
+                if let Err(e2) = self.write_new_manifest() {
+                    return Err(Error::Background(format!(
+                        "{}; then rewriting the manifest failed: {e2}",
+                        r.err().map(|e| e.to_string()).unwrap_or_default()
+                    )));
+                }
+            }
+        }
+        r
+    }
+
+    fn log_and_apply_inner(&mut self, edit: &mut VersionEdit) -> Result<Arc<Version>> {
+        self.absorb_counters(edit);
+        self.fill_counters(edit);
         let (next, removed) = self
             .current
-            .apply(&edit, &self.ctx)
+            .apply(edit, &self.ctx)
             .map_err(|r| Error::InvalidArgument(format!("version edit does not apply: {r}")))?;
         if self.manifest.as_ref().is_none_or(|m| m.size() > MANIFEST_ROLL_BYTES) {
             // The snapshot must include this edit, so install first, then roll.
@@ -145,8 +165,10 @@ impl VersionSet {
             }
         } else {
             let m = self.manifest.as_mut().ok_or(Error::Closed)?;
-            if let Err(e) = m.log(&edit) {
-                // The manifest may now end in a partial record: start a fresh one next time.
+            if let Err(e) = m.log(edit) {
+                // The edit may or may not have reached the disk. The caller starts a
+                // fresh manifest from the state before it right away, so a half-written
+                // (or written but unacknowledged) edit can never come back at the next open.
                 self.manifest = None;
                 return Err(e);
             }

@@ -142,6 +142,19 @@ impl Reader {
         let payload = &rest[4..];
         if record_crc(len_bytes, payload) != h.crc {
             let end = off + total as u64;
+            // Read the record once more straight from the file: a flip in transit (a bad
+            // read, not bad data) must not turn an acknowledged batch into a torn tail.
+            let again = self.file.read_at(off, total)?;
+            if again.len() == total {
+                let (l2, r2) = again.split_at(4);
+                if let Some(h2) = decode_header(&again[..HEADER_LEN])
+                    && h2.len as usize == len
+                    && record_crc(l2, &r2[4..]) == h2.crc
+                {
+                    self.pos = end;
+                    return Ok(Some((off, r2[4..].to_vec())));
+                }
+            }
             if self.rest_is_zero(end)? {
                 return self.torn(off);
             }
@@ -189,6 +202,13 @@ impl Reader {
         let need = (want_end - buf_end) as usize;
         let len = need.max(self.chunk).min((self.size - buf_end) as usize);
         let data = self.file.read_at(buf_end, len)?;
+        if data.len() != len {
+            return Err(Error::corruption(
+                self.file.path(),
+                buf_end,
+                format!("short read: {} of {len} bytes", data.len()),
+            ));
+        }
         self.buf.extend_from_slice(&data);
         Ok(true)
     }

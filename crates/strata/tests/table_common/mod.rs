@@ -7,11 +7,68 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
+use strata::fs::{FileSystem, RandomAccessFile, RealFs, WritableFile};
 use strata::table::check::{CheckOptions, CheckReport};
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Options};
+
+/// The real file system without fsyncs: data still reaches the operating system (so a
+/// closed or even killed process loses nothing), but tests do not wait for the disk.
+#[derive(Debug)]
+pub struct NoSyncFs;
+
+struct NoSyncFile(Box<dyn WritableFile>);
+
+impl WritableFile for NoSyncFile {
+    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
+        self.0.append(data)
+    }
+    fn flush(&mut self) -> strata::Result<()> {
+        self.0.flush()
+    }
+    fn sync(&mut self) -> strata::Result<()> {
+        self.0.flush()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl FileSystem for NoSyncFs {
+    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(NoSyncFile(RealFs.create(path)?)))
+    }
+    fn open_append(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(NoSyncFile(RealFs.open_append(path)?)))
+    }
+    fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        RealFs.open(path)
+    }
+    fn read_all(&self, path: &Path) -> strata::Result<Vec<u8>> {
+        RealFs.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> strata::Result<()> {
+        RealFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        RealFs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, _dir: &Path) -> strata::Result<()> {
+        Ok(())
+    }
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+}
 
 /// Small memtables and files so a few thousand rows reach level 2.
 pub fn small_options() -> Options {
@@ -22,8 +79,22 @@ pub fn small_options() -> Options {
         l0_compaction_trigger: 2,
         l0_stall_trigger: 12,
         size_ratio: 3.0,
+        fs: Arc::new(NoSyncFs),
         ..Options::default()
     }
+}
+
+/// A temporary directory, in memory (`/dev/shm`) when the system has one: these tests
+/// create and delete thousands of small files, and nothing in them depends on a real
+/// disk (the crash test, which does, uses its own directory).
+pub fn tempdir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(d) = tempfile::Builder::new().prefix("strata-table-").tempdir_in(shm)
+    {
+        return d;
+    }
+    tempfile::tempdir().expect("tempdir")
 }
 
 pub fn u(x: u64) -> Value {
@@ -129,6 +200,16 @@ pub fn assert_no_dirty_rows(t: &Table, index: &str, pk_pos: usize) {
             got.as_ref().is_some_and(|g| row_eq(g, &r)),
             "index {index} returned {r:?}, but get by pk gives {got:?}"
         );
+    }
+}
+
+/// Sets the flag when dropped, also while unwinding: a failed assertion in the body of
+/// a thread scope then stops the looping threads instead of hanging the scope.
+pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
