@@ -284,7 +284,6 @@ fn unique_index_build_checks_existing_rows() {
 /// row already holds. Either the insert or the build must fail; if both succeed, the
 /// "unique" index holds a duplicate.
 #[test]
-#[ignore = "bug: writes during a unique index build check an index that is not filled yet (build.rs / txn.rs check_unique)"]
 fn unique_index_build_races_a_duplicate_insert() {
     for mode in ["deferred", "eager"] {
         let dir = table_common::tempdir();

@@ -111,13 +111,17 @@ impl Transaction {
     /// Applies every statement atomically, or none if one fails.
     pub fn commit(self) -> Result<Outcome> {
         let db = self.table.db.clone();
-        let _ddl = db.ddl.read();
-        let rt = self.table.runtime()?;
         loop {
-            match try_commit(&db, &rt, &self.stmts)? {
-                Some(o) => return Ok(o),
-                None => std::thread::yield_now(), // unique-key lock conflict: retry
+            // Catalog and layout are taken afresh for every attempt: a retry may wait
+            // for an index build, which needs the catalog lock to finish.
+            let ddl = db.ddl.read();
+            let rt = self.table.runtime()?;
+            if let Some(o) = try_commit(&db, &rt, &self.stmts)? {
+                return Ok(o);
             }
+            drop(ddl);
+            // A unique-key lock was busy, or a unique index is being built: retry.
+            std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
 }
@@ -162,6 +166,10 @@ impl Ctx<'_> {
         for ix in layout.indexes.iter().filter(|i| i.unique) {
             if ix.shape.has_null(row) {
                 continue; // NULLs never conflict
+            }
+            if ix.building {
+                // Its entries are not all there yet: a check now could miss a duplicate.
+                return Ok(false);
             }
             let mut ukey = Vec::new();
             ix.shape.encode_row_key(row, &mut ukey);
