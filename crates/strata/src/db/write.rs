@@ -229,10 +229,15 @@ impl DbInner {
         let mut stalled: Option<Instant> = None;
         let result = loop {
             let sv = self.current();
+            // A paused keyspace (an index being built) cannot shrink its level 0 until
+            // the build ends, and the build may wait for these very writers: never stall
+            // on it.
+            let paused = self.bg.lock().paused.clone();
             let l0_deep = sv.version.keyspaces.values().any(|k| {
-                k.levels
-                    .first()
-                    .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
+                !paused.contains(&k.id)
+                    && k.levels
+                        .first()
+                        .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
             });
             let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget || self.memtable_expired(&sv);
             if !full && !l0_deep {
