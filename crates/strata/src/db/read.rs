@@ -362,49 +362,45 @@ fn bound_ref(b: &Bound<Vec<u8>>) -> Option<&[u8]> {
 impl Scan {
     /// The next entry from the front, with the seqno of its visible version.
     pub(crate) fn next_versioned(&mut self) -> Option<Result<Entry>> {
-        if self.finished {
-            return None;
-        }
-        if self.front.is_none() {
-            self.front = Some(self.make(Direction::Forward));
-        }
-        let it = self.front.as_mut()?;
-        match it.next_entry() {
-            Ok(Some(e)) => {
-                if self.back_last.as_ref().is_some_and(|b| &e.0 >= b) {
-                    self.finished = true;
-                    return None;
-                }
-                self.front_last = Some(e.0.clone());
-                Some(Ok(e))
-            }
-            Ok(None) => {
-                self.finished = true;
-                None
-            }
-            Err(e) => {
-                self.finished = true;
-                Some(Err(e))
-            }
-        }
+        self.step(Direction::Forward)
     }
 
     /// The next entry from the back, with the seqno of its visible version.
     pub(crate) fn next_back_versioned(&mut self) -> Option<Result<Entry>> {
+        self.step(Direction::Reverse)
+    }
+
+    /// One step of the cursor of `dir`; the scan ends where the two ends meet.
+    fn step(&mut self, dir: Direction) -> Option<Result<Entry>> {
         if self.finished {
             return None;
         }
-        if self.back.is_none() {
-            self.back = Some(self.make(Direction::Reverse));
+        let cursor = match dir {
+            Direction::Forward => &self.front,
+            Direction::Reverse => &self.back,
+        };
+        if cursor.is_none() {
+            let made = self.make(dir);
+            match dir {
+                Direction::Forward => self.front = Some(made),
+                Direction::Reverse => self.back = Some(made),
+            }
         }
-        let it = self.back.as_mut()?;
+        let (it, mine, other) = match dir {
+            Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
+            Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),
+        };
         match it.next_entry() {
             Ok(Some(e)) => {
-                if self.front_last.as_ref().is_some_and(|f| &e.0 <= f) {
+                let crossed = other.as_ref().is_some_and(|o| match dir {
+                    Direction::Forward => &e.0 >= o,
+                    Direction::Reverse => &e.0 <= o,
+                });
+                if crossed {
                     self.finished = true;
                     return None;
                 }
-                self.back_last = Some(e.0.clone());
+                *mine = Some(e.0.clone());
                 Some(Ok(e))
             }
             Ok(None) => {
