@@ -4,7 +4,7 @@
 //! (reads autocommit, writes `BEGIN IMMEDIATE` so SQLite queues writers, count maintenance in the same
 //! transaction as the link write, as an upsert).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -12,6 +12,7 @@ use super::driver::{Counters, Driver, OpResult, Session};
 use super::model::{Count, Link, Node, VISIBLE};
 use super::workload::Op;
 use crate::BenchResult;
+use crate::peers::sqlite::SqliteFile;
 
 const SCHEMA: &str = "
     CREATE TABLE node (id INTEGER PRIMARY KEY, type INTEGER NOT NULL, version INTEGER NOT NULL,
@@ -46,39 +47,23 @@ const DELETE_NODE: &str = "DELETE FROM node WHERE id = ?1";
 
 /// A fresh SQLite database file.
 pub struct SqliteDriver {
-    path: PathBuf,
-    cache_bytes: usize,
+    db: SqliteFile,
 }
 
 impl SqliteDriver {
-    /// Creates `dir/linkbench.db` with the schema; `cache_bytes` is each connection's
-    /// page cache.
+    /// Creates `dir/linkbench.db` with the schema; `cache_bytes` is each connection's page cache.
     pub fn open(dir: &Path, cache_bytes: usize) -> BenchResult<SqliteDriver> {
-        let d = SqliteDriver {
-            path: dir.join("linkbench.db"),
-            cache_bytes,
-        };
-        let conn = Connection::open(&d.path)?;
-        conn.pragma_update(None, "page_size", 8192)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(d)
+        Ok(SqliteDriver {
+            db: SqliteFile::create(&dir.join("linkbench.db"), cache_bytes, SCHEMA)?,
+        })
     }
 
     fn connect(&self) -> BenchResult<Connection> {
-        let conn = Connection::open(&self.path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(600))?;
-        conn.pragma_update(None, "synchronous", "OFF")?;
-        conn.pragma_update(None, "cache_size", -((self.cache_bytes / 1024).max(1) as i64))?;
-        Ok(conn)
+        self.db.connect()
     }
 
     fn file_bytes(&self) -> u64 {
-        ["", "-wal"]
-            .iter()
-            .filter_map(|s| std::fs::metadata(format!("{}{s}", self.path.display())).ok())
-            .map(|m| m.len())
-            .sum()
+        self.db.file_bytes()
     }
 }
 

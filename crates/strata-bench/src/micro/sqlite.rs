@@ -3,13 +3,14 @@
 //! each batch one `BEGIN IMMEDIATE` transaction; SQLite serializes the writers and
 //! `busy_timeout` makes the others wait.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::engine::{Engine, EngineStats, Probe, Session};
 use super::workload::Stmt;
 use crate::BenchResult;
+use crate::peers::sqlite::SqliteFile;
 
 const SCHEMA: &str = "
     CREATE TABLE test (f1 INTEGER PRIMARY KEY, f2 INTEGER, f3 INTEGER, f4 INTEGER, f5 INTEGER);
@@ -24,38 +25,23 @@ const DELETE: &str = "DELETE FROM test WHERE f1 = ?1";
 
 /// A fresh SQLite database file.
 pub struct SqliteEngine {
-    path: PathBuf,
-    cache_bytes: usize,
+    db: SqliteFile,
 }
 
 impl SqliteEngine {
     /// Creates `dir/test.db` with the schema; `cache_bytes` is each connection's page cache.
     pub fn open(dir: &Path, cache_bytes: usize) -> BenchResult<SqliteEngine> {
-        let e = SqliteEngine {
-            path: dir.join("test.db"),
-            cache_bytes,
-        };
-        let conn = Connection::open(&e.path)?;
-        conn.pragma_update(None, "page_size", 8192)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(e)
+        Ok(SqliteEngine {
+            db: SqliteFile::create(&dir.join("test.db"), cache_bytes, SCHEMA)?,
+        })
     }
 
     fn connect(&self) -> BenchResult<Connection> {
-        let conn = Connection::open(&self.path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(600))?;
-        conn.pragma_update(None, "synchronous", "OFF")?;
-        conn.pragma_update(None, "cache_size", -((self.cache_bytes / 1024).max(1) as i64))?;
-        Ok(conn)
+        self.db.connect()
     }
 
     fn file_bytes(&self) -> u64 {
-        ["", "-wal"]
-            .iter()
-            .filter_map(|s| std::fs::metadata(format!("{}{s}", self.path.display())).ok())
-            .map(|m| m.len())
-            .sum()
+        self.db.file_bytes()
     }
 }
 
