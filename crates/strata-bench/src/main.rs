@@ -1,6 +1,7 @@
 //! `strata-bench`: Strata's benchmarks. Each subcommand runs on a fresh database in a
 //! temporary directory (or `--db DIR`) and prints a table.
 
+mod crash;
 mod linkbench;
 mod load;
 mod micro;
@@ -32,6 +33,12 @@ enum Cmd {
     Micro(micro::MicroArgs),
     /// LinkBench-like mixed workload through a secondary index: Strata eager vs deferred, SQLite beside.
     Linkbench(linkbench::LinkbenchArgs),
+    /// Crash test: a child runs a random workload with sync on and is killed with
+    /// SIGKILL at random moments; each reopen must hold every acknowledged commit.
+    Crash(crash::CrashArgs),
+    /// The crash test's child role (started by `crash`).
+    #[command(hide = true)]
+    CrashChild(crash::CrashChildArgs),
 }
 
 fn main() {
@@ -40,6 +47,8 @@ fn main() {
         Cmd::Load(a) => load::run(&a).map_err(Into::into),
         Cmd::Micro(a) => micro::run(&a),
         Cmd::Linkbench(a) => linkbench::run(&a),
+        Cmd::Crash(a) => crash::run(&a),
+        Cmd::CrashChild(a) => crash::run_child(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -204,9 +204,11 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
                 for f in task.files() {
                     bg.busy.insert(f.number());
                 }
+                bg.compacting += 1;
                 drop(bg);
                 let r = execute(inner, &task);
                 let mut bg = inner.bg.lock();
+                bg.compacting -= 1;
                 for f in task.files() {
                     bg.busy.remove(&f.number());
                 }
@@ -360,7 +362,9 @@ impl DbInner {
                     for f in task.files() {
                         bg.busy.insert(f.number());
                     }
+                    bg.compacting += 1;
                     let r = parking_lot::MutexGuard::unlocked(&mut bg, || execute(self, &task));
+                    bg.compacting -= 1;
                     for f in task.files() {
                         bg.busy.remove(&f.number());
                     }

@@ -61,6 +61,8 @@ pub(crate) struct BgState {
     /// Keyspaces whose compactions are held back (an index being built).
     pub paused: HashSet<u32>,
     pub flushing: bool,
+    /// Compactions picked and not yet installed.
+    pub compacting: usize,
     pub manual: usize,
     pub error: Option<String>,
     pub shutdown: bool,
@@ -527,7 +529,10 @@ impl DbInner {
         // Taken one at a time: background workers take the background state, then the
         // snapshot list; holding both here in the other order would deadlock.
         let snapshots = self.snapshots.lock().values().sum();
-        let background_error = self.bg.lock().error.clone();
+        let (background_error, flush_running, compactions_running) = {
+            let bg = self.bg.lock();
+            (bg.error.clone(), bg.flushing, bg.compacting)
+        };
         let mut s = Stats {
             user_bytes_written: C::get(&c.user_bytes),
             user_ops_written: C::get(&c.user_ops),
@@ -545,6 +550,9 @@ impl DbInner {
             immutable_memtables: sv.imm.len(),
             block_cache_usage: self.block_cache.as_ref().map_or(0, |b| b.usage_bytes()),
             block_cache_capacity: self.block_cache.as_ref().map_or(0, |b| b.capacity_bytes()),
+            open_tables: self.table_cache.len(),
+            flush_running,
+            compactions_running,
             last_seq: self.visible_seq.load(Ordering::Acquire),
             snapshots,
             background_error,

@@ -183,6 +183,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
             busy: HashSet::new(),
             paused: HashSet::new(),
             flushing: false,
+            compacting: 0,
             manual: 0,
             error: None,
             shutdown: false,

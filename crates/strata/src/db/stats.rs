@@ -152,6 +152,12 @@ pub struct Stats {
     pub block_cache_usage: u64,
     /// Block cache capacity.
     pub block_cache_capacity: u64,
+    /// SSTables held open by the table cache (bounded by `Options::max_open_files`).
+    pub open_tables: usize,
+    /// Whether a memtable flush is running now.
+    pub flush_running: bool,
+    /// Compactions running now.
+    pub compactions_running: usize,
     /// Last committed seqno.
     pub last_seq: u64,
     /// Live snapshots.
