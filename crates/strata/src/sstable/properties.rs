@@ -140,6 +140,9 @@ impl Properties {
         if kinds != Some(p.entries) {
             return err(0, "entry counts by kind do not add up");
         }
+        if p.entries.checked_add(p.range_deletes).is_none() {
+            return err(0, "entry and range tombstone counts overflow");
+        }
         if !p.is_empty() && (p.min_seq > p.max_seq || p.smallest_user_key > p.largest_user_key) {
             return err(0, "inverted key or seqno bounds");
         }
@@ -171,6 +174,15 @@ mod tests {
             filter_size: 70,
             created_at: 777,
         }
+    }
+
+    #[test]
+    fn counts_whose_sum_overflows_are_rejected() {
+        // Found by the sst_properties fuzz target: `tombstones()` overflowed.
+        let mut p = sample();
+        p.puts = u64::MAX - 4;
+        p.entries = u64::MAX;
+        assert!(Properties::decode(&p.encode()).is_err());
     }
 
     #[test]
