@@ -40,6 +40,31 @@ impl DbInner {
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
         get_in(&sv, &self.table_cache, ks, key, snapshot)
     }
+
+    /// The latest version of `key` when the memtables alone decide it, with no I/O:
+    /// `Some(Some(value))` live, `Some(None)` deleted, `None` when its newest version
+    /// (if any) is on disk.
+    pub fn get_in_memtables(&self, ks: u32, key: &[u8]) -> Option<Option<(SeqNo, Vec<u8>)>> {
+        let sv = self.current();
+        let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        let mut rt_seq: Option<SeqNo> = None;
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if let Some(s) = m.covering_range_delete(ks, key, snapshot) {
+                rt_seq = Some(rt_seq.map_or(s, |r| r.max(s)));
+            }
+            match m.get(ks, key, snapshot) {
+                Some((seq, ValueKind::Put, v)) => {
+                    return Some(rt_seq.is_none_or(|r| r <= seq).then_some((seq, v)));
+                }
+                Some((_, ValueKind::Delete, _)) => return Some(None),
+                _ => {}
+            }
+            if rt_seq.is_some() {
+                return Some(None);
+            }
+        }
+        None
+    }
 }
 
 pub(crate) fn get_in(

@@ -8,6 +8,14 @@
 //! Every index gets the new version's entry even when its key did not change: the
 //! deferred delete of the old version removes exactly the old entry (same key, old
 //! seqno), and the new entry must be there to stay.
+//!
+//! When the old row is still in a memtable and the table's indexes are being read, the
+//! commit finds it there without I/O and deletes its changed secondary entries at once
+//! (DESIGN 4.2.6), so hot rows rewritten many times within one memtable's life leave no
+//! dirty entries for reads to skip; with no readers the writes stay blind (the purge
+//! would cost the writer and save nobody a read). A delete at the new version's seqno
+//! is right whatever the probe saw: at that seqno the row's only live entries are the
+//! new ones, and older snapshots do not see it.
 
 use super::layout::Layout;
 use super::value::Value;
@@ -39,7 +47,11 @@ pub(crate) fn write_row(
     }
 }
 
-/// Deletes the row under `pk`: a tombstone in the primary index, nothing else.
-pub(crate) fn delete_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8]) {
-    batch.delete(&layout.primary, pk);
+/// Deletes the row under `pk`: a tombstone in the primary index; when the caller
+/// happens to know the old row, explicit deletes of its secondary entries too.
+pub(crate) fn delete_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8], old: Option<&[Value]>) {
+    match old {
+        Some(old) => super::eager::delete_row(layout, batch, pk, old),
+        None => batch.delete(&layout.primary, pk),
+    }
 }

@@ -125,6 +125,9 @@ pub struct TableStats {
     pub primary_entries: u64,
     /// Blind REPLACE/DELETE statements since open (deferred mode).
     pub blind_writes: u64,
+    /// Blind writes whose old row was still in a memtable: its changed secondary
+    /// entries were deleted at commit, leaving nothing dirty.
+    pub commit_purges: u64,
     /// Row versions awaiting cleanup from the secondary indexes: blind writes not yet
     /// matched by deferred deletes (an upper bound: a blind write of an absent row
     /// leaves nothing to clean).
@@ -146,6 +149,7 @@ impl std::fmt::Display for TableStats {
         writeln!(f, "  deferred deletes      {}", self.deferred_deletes_emitted)?;
         writeln!(f, "  dirty hits skipped    {}", self.dirty_hits_skipped)?;
         writeln!(f, "  blind writes          {}", self.blind_writes)?;
+        writeln!(f, "  purged at commit      {}", self.commit_purges)?;
         writeln!(f, "  pending purges (est.) {}", self.pending_purges_estimate)?;
         if let Some(a) = self.oldest_pending_purge_age_micros {
             writeln!(f, "  oldest pending purge  {:.3} s", a as f64 / 1e6)?;
@@ -392,6 +396,7 @@ impl Table {
             update_reads: get(&c.update_reads),
             statements: get(&c.statements),
             blind_writes: get(&c.blind_writes),
+            commit_purges: get(&c.commit_purges),
             primary_lookups: get(&c.primary_lookups),
             primary_entries: entries_of(rt.layout.primary).0,
             ..Default::default()

@@ -97,6 +97,9 @@ pub struct TableCounters {
     /// Blind REPLACE and DELETE statements (deferred mode): each may leave a row version
     /// whose secondary entries await a deferred delete.
     pub blind_writes: AtomicU64,
+    /// Blind writes that found the old row in a memtable and purged its secondary
+    /// entries at commit.
+    pub commit_purges: AtomicU64,
     /// Primary lookups made to validate secondary hits.
     pub primary_lookups: AtomicU64,
 }
@@ -119,7 +122,16 @@ pub(crate) struct TableState {
     pub indexes: Mutex<HashMap<String, Arc<IndexCounters>>>,
     pub pk_locks: KeyLocks,
     pub unique_locks: LockStripes,
+    /// When this state was made: the epoch of `last_secondary_read`.
+    born: std::time::Instant,
+    /// Microseconds after `born` of the last secondary select (0: none yet).
+    last_secondary_read: AtomicU64,
 }
+
+/// Blind writes purge old secondary entries at commit while a secondary select was seen
+/// this recently: purging costs the writer the deletes, and pays only when reads would
+/// otherwise skip dirty entries. A write-only phase stays fully blind.
+const PURGE_AT_COMMIT_AFTER_READS: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl TableState {
     fn new() -> Self {
@@ -130,7 +142,21 @@ impl TableState {
             indexes: Mutex::new(HashMap::new()),
             pk_locks: KeyLocks::new(),
             unique_locks: LockStripes::new(),
+            born: std::time::Instant::now(),
+            last_secondary_read: AtomicU64::new(0),
         }
+    }
+
+    /// Records that a secondary index of the table is being read.
+    pub fn note_secondary_read(&self) {
+        let now = self.born.elapsed().as_micros() as u64;
+        self.last_secondary_read.store(now.max(1), Ordering::Relaxed);
+    }
+
+    /// Whether blind writes should purge old secondary entries found in the memtables.
+    pub fn purge_at_commit(&self) -> bool {
+        let last = self.last_secondary_read.load(Ordering::Relaxed);
+        last != 0 && self.born.elapsed().as_micros() as u64 - last <= PURGE_AT_COMMIT_AFTER_READS.as_micros() as u64
     }
 
     /// Counters of an index, created on first use.

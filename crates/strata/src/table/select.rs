@@ -157,6 +157,7 @@ impl Select {
         let counters = ix.as_ref().map(|i| rt.state.index(&i.name));
         if let Some(c) = &counters {
             add(&c.reads, 1);
+            rt.state.note_secondary_read();
         }
         Ok(Rows {
             primary: Keyspace::new(db, layout.primary, Arc::from("")),

@@ -149,6 +149,25 @@ impl Ctx<'_> {
     }
 
     /// The current row under `pk`, seen through this transaction's own writes.
+    /// The current row under `pk` if this transaction or the memtables hold it (no
+    /// I/O) and the table's indexes are being read, for blind writes to purge its
+    /// secondary entries at commit.
+    fn read_in_memory(&self, pk: &[u8]) -> Result<Option<Row>> {
+        if let Some(r) = self.overlay.get(pk) {
+            return Ok(r.clone());
+        }
+        if !self.rt.state.purge_at_commit() {
+            return Ok(None);
+        }
+        match self.db.get_in_memtables(self.layout().primary, pk) {
+            Some(Some((_, bytes))) => {
+                add(&self.rt.state.counters.commit_purges, 1);
+                Ok(Some(self.layout().decode(&bytes)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn read(&self, pk: &[u8]) -> Result<Option<Row>> {
         if let Some(r) = self.overlay.get(pk) {
             return Ok(r.clone());
@@ -315,7 +334,8 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 let bytes = layout.encode(row)?;
                 if blind {
                     add(&counters.blind_writes, 1);
-                    deferred::write_row(&layout, &mut batch, &pk, &bytes, row, None);
+                    let old = cx.read_in_memory(&pk)?;
+                    deferred::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
                     let old = cx.read(&pk)?;
@@ -326,7 +346,8 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             Stmt::Delete(_) => {
                 if blind {
                     add(&counters.blind_writes, 1);
-                    deferred::delete_row(&layout, &mut batch, &pk);
+                    let old = cx.read_in_memory(&pk)?;
+                    deferred::delete_row(&layout, &mut batch, &pk, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
                     if let Some(old) = cx.read(&pk)? {
