@@ -14,7 +14,6 @@ mod verify;
 mod workload;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -205,15 +204,7 @@ fn kill_one(
         .spawn()
         .map_err(|e| format!("starting the child {}: {e}", exe.display()))?;
     let stdout = child.stdout.take().ok_or("child stdout")?;
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (rx, reader) = crate::peers::line_reader(stdout);
     // Every fifth cycle kills the child while it recovers; odd cycles wait for a
     // flush or compaction to be running; the rest kill at a random moment.
     let mut state = Watch::default();

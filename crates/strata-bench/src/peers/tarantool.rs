@@ -1,7 +1,6 @@
 //! Finding (and, as root, installing) the `tarantool` binary, and running a Lua script in
 //! it while reading the JSON lines it prints.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -126,15 +125,7 @@ pub fn run_script(
         .stdout
         .take()
         .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (rx, reader) = super::line_reader(stdout);
     let mut killed = false;
     loop {
         match rx.recv_timeout(silence) {
