@@ -94,7 +94,10 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
         "sst_properties" => {
             if let Ok(p) = Properties::decode(data) {
                 // Counts a reader sums must not overflow (a fuzz find: release builds wrap).
-                assert!(p.entries.checked_add(p.range_deletes).is_some(), "overflowing counts accepted");
+                assert!(
+                    p.entries.checked_add(p.range_deletes).is_some(),
+                    "overflowing counts accepted"
+                );
                 let _ = (p.tombstones(), p.is_empty());
                 assert_eq!(Properties::decode(&p.encode()), Ok(p));
             }
