@@ -1,7 +1,9 @@
 //! `strata-bench`: Strata's benchmarks. Each subcommand runs on a fresh database in a
 //! temporary directory (or `--db DIR`) and prints a table.
 
+mod churn;
 mod crash;
+mod lethe;
 mod linkbench;
 mod load;
 mod micro;
@@ -36,6 +38,12 @@ enum Cmd {
     /// Crash test: a child runs a random workload with sync on and is killed with
     /// SIGKILL at random moments; each reopen must hold every acknowledged commit.
     Crash(crash::CrashArgs),
+    /// Churn (Tarantool #4501): delete 30 % and replace 30 % of the micro table's rows,
+    /// then time secondary selects at once, eager vs deferred side by side.
+    Churn(churn::ChurnArgs),
+    /// Delete persistence (Lethe's FADE): tombstones persisted within the threshold, space
+    /// amplification over time, reads and write amplification, with and without FADE.
+    Lethe(lethe::LetheArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -49,6 +57,8 @@ fn main() {
         Cmd::Linkbench(a) => linkbench::run(&a),
         Cmd::Crash(a) => crash::run(&a),
         Cmd::CrashChild(a) => crash::run_child(&a),
+        Cmd::Churn(a) => churn::run(&a),
+        Cmd::Lethe(a) => lethe::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

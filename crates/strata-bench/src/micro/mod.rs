@@ -6,10 +6,10 @@
 //! Tarantool Vinyl (eager via a trigger, deferred) beside them.
 
 mod engine;
-mod harness;
+pub(crate) mod harness;
 mod report;
 mod sqlite;
-mod strata_engine;
+pub(crate) mod strata_engine;
 mod tarantool;
 mod watchdog;
 pub mod workload;

@@ -107,17 +107,22 @@ struct StrataSession {
     table: Table,
 }
 
+/// Applies `batch` to `table` as one transaction (REPLACE and DELETE by primary key).
+pub fn commit(table: &Table, batch: &[Stmt]) -> BenchResult<()> {
+    let mut tx = table.transaction();
+    for s in batch {
+        match s {
+            Stmt::Replace(r) => tx.replace(row_values(r)),
+            Stmt::Delete(k) => tx.delete(vec![Value::U64(*k)]),
+        };
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 impl Session for StrataSession {
     fn commit(&mut self, batch: &[Stmt]) -> BenchResult<()> {
-        let mut tx = self.table.transaction();
-        for s in batch {
-            match s {
-                Stmt::Replace(r) => tx.replace(row_values(r)),
-                Stmt::Delete(k) => tx.delete(vec![Value::U64(*k)]),
-            };
-        }
-        tx.commit()?;
-        Ok(())
+        commit(&self.table, batch)
     }
 }
 

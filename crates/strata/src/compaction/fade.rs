@@ -1,24 +1,53 @@
 //! Delete-driven compaction: FADE's delete persistence threshold (Lethe) and tombstone
 //! density triggers.
 //!
-//! With a threshold `D`, the memtable and the levels get time shares `d_0 .. d_{n-1}`
-//! that grow geometrically with the size ratio `T` (a deeper level holds `T` times more
-//! data, so it may take `T` times longer) and sum to `D`:
+//! With a threshold `D`, the memtable and the levels that hold data get time shares
+//! `d_0 .. d_{n-1}` that grow geometrically with the size ratio `T` (a deeper level
+//! holds `T` times more data, so it may take `T` times longer) and sum to `D`:
 //!
 //! ```text
-//!   d_j = d_0 * T^j,   d_0 = D * (T - 1) / (T^n - 1),   slot 0 = memtable, slot i+1 = level i
+//!   d_j = d_0 * T^j,   d_0 = D * (T - 1) / (T^n - 1),
+//!   slot 0 = memtable, slot r+1 = the r-th non-empty level (0 = the topmost one)
 //! ```
 //!
-//! A file at level `i` whose oldest tombstone is older than the cumulative share of its
-//! slot is *expired*: it is compacted (down a level, or in place at the last level where
-//! its tombstones are dropped), whatever the size triggers say. A tombstone written at
-//! time `t` is therefore in the last level by `t + D` and dropped there, with the data it
-//! deletes. Files are also compacted early when their share of tombstones passes the
-//! density trigger.
+//! Empty levels get no share: files pass through them by moves, without a rewrite, and
+//! counting them would shrink every other share by a factor `T` per empty level (a deep
+//! tree with sparse levels would then flush and push tombstones down several times a
+//! second, rewriting its big last level each time).
+//!
+//! A file whose oldest tombstone is older than the cumulative share of its slot is
+//! *expired*: it is compacted (down a level, or in place at the last level where its
+//! tombstones are dropped), whatever the size triggers say. The last level's deadline is
+//! always `D` and every other one is shorter, so a tombstone written at time `t` is in
+//! the last level by `t + D` and dropped there, with the data it deletes. Files are also
+//! compacted early when their share of tombstones passes the density trigger.
 
 use std::time::Duration;
 
 use crate::options::Options;
+use crate::version::KeyspaceVersion;
+
+/// Levels of `ks` holding at least one run (at least 1, for an empty tree).
+pub fn held_levels(ks: &KeyspaceVersion) -> usize {
+    held_slot(&held(ks), 0).1
+}
+
+/// Rank of level `level` among the levels of `ks` holding runs: how many non-empty
+/// levels lie above it.
+pub fn held_rank(ks: &KeyspaceVersion, level: usize) -> usize {
+    held_slot(&held(ks), level).0
+}
+
+fn held(ks: &KeyspaceVersion) -> Vec<bool> {
+    ks.levels.iter().map(|l| !l.runs.is_empty()).collect()
+}
+
+/// Given which levels hold runs: the rank of `level` among them (non-empty levels
+/// above it) and how many there are (at least 1).
+pub fn held_slot(held: &[bool], level: usize) -> (usize, usize) {
+    let rank = held.iter().take(level).filter(|h| **h).count();
+    (rank, held.iter().filter(|h| **h).count().max(1))
+}
 
 /// Cumulative deadline (microseconds) of slot `slot` out of `slots` (memtable = 0).
 pub fn deadline_micros(threshold: Duration, size_ratio: f64, slot: usize, slots: usize) -> u64 {
@@ -50,8 +79,9 @@ impl DeleteUrgency {
     }
 }
 
-/// How urgently a file at disk level `level` (of `levels` levels) needs compaction for
-/// its deletes, given its oldest tombstone time, tombstone count and entry count.
+/// How urgently a file at disk level `level` (of `levels` levels; both counted among
+/// the levels holding data, see [`held_rank`]) needs compaction for its deletes, given
+/// its oldest tombstone time, tombstone count and entry count.
 pub fn urgency(
     opts: &Options,
     now: u64,
@@ -102,6 +132,23 @@ mod tests {
         let s1 = (c[1] - c[0]) as f64;
         let s2 = (c[2] - c[1]) as f64;
         assert!((s2 / s1 - 10.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn empty_levels_take_no_share() {
+        // L0 and L3 hold data, L1 and L2 are empty: two slots after the memtable.
+        let held = [true, false, false, true];
+        assert_eq!(held_slot(&held, 0), (0, 2));
+        assert_eq!(held_slot(&held, 3), (1, 2));
+        assert_eq!(held_slot(&[], 0), (0, 1));
+        let d = Duration::from_secs(100);
+        let (rank, levels) = held_slot(&held, 0);
+        let l0 = deadline_micros(d, 10.0, rank + 1, levels + 1);
+        let (rank, levels) = held_slot(&held, 3);
+        let last = deadline_micros(d, 10.0, rank + 1, levels + 1);
+        assert_eq!(last, 100_000_000, "the last level's deadline is the threshold");
+        // Counted over four levels, L0 would get (1 + 10) / 11111 of D; over two, 11 / 111.
+        assert!((l0 as f64 - 100e6 * 11.0 / 111.0).abs() < 10.0, "{l0}");
     }
 
     #[test]

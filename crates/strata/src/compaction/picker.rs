@@ -201,10 +201,15 @@ impl CompactionPicker {
                 continue;
             }
             let last = ks.last_level();
+            // Deadlines are shared among the levels that hold data: an empty level
+            // costs nothing to pass through (files move down it without a rewrite), so
+            // giving it a share would only shrink every other level's.
+            let held = fade::held_levels(ks);
             for (li, level) in ks.levels.iter().enumerate() {
                 // Versions of a row meet (and the old ones are purged) once their runs
                 // merge: nothing is pending in a last level made of a single run.
                 let unsettled = li < last || level.runs.len() > 1;
+                let rank = fade::held_rank(ks, li);
                 let purges = clock.obligations.primaries.contains_key(&ks.id) && unsettled;
                 for f in level.files() {
                     if (f.meta.tombstones == 0 && !purges) || busy.contains(&f.number()) {
@@ -218,8 +223,8 @@ impl CompactionPicker {
                     let u = fade::urgency(
                         opts,
                         clock.now,
-                        li,
-                        last + 1,
+                        rank,
+                        held,
                         f.meta.oldest_tombstone_time,
                         f.meta.tombstones,
                         f.meta.entries + f.meta.range_tombstones,

@@ -11,6 +11,7 @@
 //! the SSTable version, swapped together so no entry is ever missed or seen half-moved.
 
 mod background;
+mod files;
 mod keyspace;
 mod open;
 mod read;
@@ -37,6 +38,7 @@ use crate::version::Version;
 use crate::version::set::VersionSet;
 use crate::wal;
 
+pub use files::LiveFile;
 pub use keyspace::Keyspace;
 pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;
@@ -550,6 +552,8 @@ impl DbInner {
             immutable_memtables: sv.imm.len(),
             block_cache_usage: self.block_cache.as_ref().map_or(0, |b| b.usage_bytes()),
             block_cache_capacity: self.block_cache.as_ref().map_or(0, |b| b.capacity_bytes()),
+            block_cache_hits: self.block_cache.as_ref().map_or(0, |b| b.hits()),
+            block_cache_misses: self.block_cache.as_ref().map_or(0, |b| b.misses()),
             open_tables: self.table_cache.len(),
             flush_running,
             compactions_running,

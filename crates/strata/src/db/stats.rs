@@ -152,6 +152,14 @@ pub struct Stats {
     pub block_cache_usage: u64,
     /// Block cache capacity.
     pub block_cache_capacity: u64,
+    /// Data-block lookups served by the block cache since open (point reads, scans and
+    /// compaction inputs alike; 0 without a cache). With
+    /// [`block_cache_misses`](Self::block_cache_misses), the data blocks touched:
+    /// their difference over a read-only phase divided by its lookups is the read
+    /// amplification in blocks per lookup.
+    pub block_cache_hits: u64,
+    /// Data-block lookups that missed the block cache and read the file since open.
+    pub block_cache_misses: u64,
     /// SSTables held open by the table cache (bounded by `Options::max_open_files`).
     pub open_tables: usize,
     /// Whether a memtable flush is running now.

@@ -311,7 +311,7 @@ impl DbInner {
             .version
             .keyspaces
             .values()
-            .map(|k| k.last_level() + 1)
+            .map(crate::compaction::fade::held_levels)
             .max()
             .unwrap_or(1);
         crate::compaction::fade::memtable_expired(
