@@ -3,6 +3,7 @@
 
 mod churn;
 mod crash;
+mod kv;
 mod lethe;
 mod linkbench;
 mod load;
@@ -10,6 +11,7 @@ mod micro;
 mod peers;
 mod plot;
 mod report;
+mod tiering;
 
 use clap::{Parser, Subcommand};
 
@@ -44,6 +46,12 @@ enum Cmd {
     /// Delete persistence (Lethe's FADE): tombstones persisted within the threshold, space
     /// amplification over time, reads and write amplification, with and without FADE.
     Lethe(lethe::LetheArgs),
+    /// db_bench-compatible key-value workloads (fillseq, fillrandom, overwrite, readrandom,
+    /// seekrandom, deleterandom, readwhilewriting, fillsync), Strata and RocksDB side by side.
+    Kv(kv::KvArgs),
+    /// The CS561 experiments: leveling vs tiering, bulk inserts, queries, deletes, mixed,
+    /// with write and read amplification.
+    Tiering(tiering::TieringArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -59,6 +67,8 @@ fn main() {
         Cmd::CrashChild(a) => crash::run_child(&a),
         Cmd::Churn(a) => churn::run(&a),
         Cmd::Lethe(a) => lethe::run(&a),
+        Cmd::Kv(a) => kv::run(&a),
+        Cmd::Tiering(a) => tiering::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

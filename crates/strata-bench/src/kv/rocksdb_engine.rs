@@ -1,0 +1,130 @@
+//! RocksDB (the `rocksdb` crate's bundled release build) behind the [`KvEngine`] trait.
+//! Compiled only with the `rocksdb` feature of strata-bench.
+
+use std::path::Path;
+
+use rocksdb::statistics::Ticker;
+use rocksdb::{
+    BlockBasedOptions, Cache, DB, DBCompressionType, Options, WaitForCompactOptions, WriteBatch, WriteOptions,
+};
+
+use super::args::KvConfig;
+use super::engine::{EngineStats, KvEngine, WriteOp};
+use crate::BenchResult;
+
+/// A RocksDB database with statistics on (for flush and compaction bytes).
+pub struct RocksEngine {
+    db: DB,
+    opts: Options,
+    write_opts: WriteOptions,
+    _cache: Option<Cache>,
+}
+
+/// RocksDB's options for `cfg`, matching Strata's (see `strata_engine::options`):
+/// leveled compaction with L1 = memtable * size ratio (static level sizes, as Strata's),
+/// three memtables in all, same L0 triggers, file size, block size, bloom bits, block
+/// cache, background jobs, no compression.
+fn options(cfg: &KvConfig) -> (Options, Option<Cache>) {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.set_write_buffer_size(cfg.write_buffer_size);
+    o.set_max_write_buffer_number(3);
+    o.set_max_background_jobs(cfg.background_threads.max(1) as i32);
+    o.set_compression_type(DBCompressionType::None);
+    o.set_level_compaction_dynamic_level_bytes(false);
+    o.set_max_bytes_for_level_base((cfg.write_buffer_size as f64 * cfg.size_ratio) as u64);
+    o.set_max_bytes_for_level_multiplier(cfg.size_ratio);
+    o.set_target_file_size_base(64 << 20);
+    o.set_level_zero_file_num_compaction_trigger(4);
+    o.set_level_zero_slowdown_writes_trigger(20);
+    o.set_level_zero_stop_writes_trigger(36);
+    o.enable_statistics();
+    let mut t = BlockBasedOptions::default();
+    t.set_block_size(cfg.block_size);
+    if cfg.bloom_bits > 0.0 {
+        t.set_bloom_filter(cfg.bloom_bits, false);
+    }
+    let cache = if cfg.cache_size > 0 {
+        let c = Cache::new_lru_cache(cfg.cache_size);
+        t.set_block_cache(&c);
+        Some(c)
+    } else {
+        t.disable_cache();
+        None
+    };
+    o.set_block_based_table_factory(&t);
+    (o, cache)
+}
+
+impl RocksEngine {
+    /// Opens (or creates) a database in `dir`.
+    pub fn open(dir: &Path, cfg: &KvConfig, sync: bool) -> BenchResult<RocksEngine> {
+        let (opts, cache) = options(cfg);
+        let db = DB::open(&opts, dir)?;
+        let mut write_opts = WriteOptions::default();
+        write_opts.set_sync(sync);
+        Ok(RocksEngine {
+            db,
+            opts,
+            write_opts,
+            _cache: cache,
+        })
+    }
+}
+
+impl KvEngine for RocksEngine {
+    fn write(&self, ops: &[WriteOp<'_>]) -> BenchResult<()> {
+        let mut b = WriteBatch::default();
+        for op in ops {
+            match *op {
+                WriteOp::Put(k, v) => b.put(k, v),
+                WriteOp::Delete(k) => b.delete(k),
+            }
+        }
+        self.db.write_opt(b, &self.write_opts)?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> BenchResult<bool> {
+        Ok(self.db.get_pinned(key)?.is_some())
+    }
+
+    fn seek(&self, key: &[u8], nexts: usize) -> BenchResult<(usize, u64)> {
+        let mut it = self.db.raw_iterator();
+        it.seek(key);
+        let mut n = 0usize;
+        let mut bytes = 0u64;
+        while n <= nexts && it.valid() {
+            if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                bytes += (k.len() + v.len()) as u64;
+            }
+            n += 1;
+            if n <= nexts {
+                it.next();
+            }
+        }
+        it.status()?;
+        Ok((n, bytes))
+    }
+
+    fn flush(&self) -> BenchResult<()> {
+        self.db.flush()?;
+        let mut w = WaitForCompactOptions::default();
+        w.set_flush(true);
+        self.db.wait_for_compact(&w)?;
+        Ok(())
+    }
+
+    fn stats(&self) -> BenchResult<EngineStats> {
+        let sst = self.db.property_int_value("rocksdb.live-sst-files-size")?.unwrap_or(0);
+        let hits = self.opts.get_ticker_count(Ticker::BlockCacheDataHit);
+        let misses = self.opts.get_ticker_count(Ticker::BlockCacheDataMiss);
+        Ok(EngineStats {
+            flush_bytes: self.opts.get_ticker_count(Ticker::FlushWriteBytes),
+            compaction_bytes: self.opts.get_ticker_count(Ticker::CompactWriteBytes),
+            sst_bytes: sst,
+            data_blocks: hits + misses,
+            data_block_misses: misses,
+        })
+    }
+}
