@@ -2,6 +2,8 @@
 //! tables, progress bars, JSON files.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -93,6 +95,38 @@ pub fn seconds_bar(seconds: u64, prefix: &str) -> ProgressBar {
     }
     pb.set_prefix(prefix.to_string());
     pb
+}
+
+/// The stop flag of a timed run's threads, carrying the first error any of them hit.
+#[derive(Debug, Default)]
+pub struct StopOnError {
+    stop: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl StopOnError {
+    /// Records `e` (unless an earlier error is recorded) and stops the run.
+    pub fn fail(&self, e: String) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(e);
+        }
+        self.stop();
+    }
+
+    /// Stops the run.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the run was stopped.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The first error, if any thread failed.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
 }
 
 /// Writes `value` as pretty JSON to `path`, creating parent directories.

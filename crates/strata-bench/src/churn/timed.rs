@@ -4,7 +4,6 @@
 
 use std::ops::Bound;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -18,6 +17,7 @@ use super::side::{Counters, SELECT_INDEX, Side};
 use crate::BenchResult;
 use crate::micro::strata_engine::commit;
 use crate::micro::workload::Stmt;
+use crate::report::StopOnError;
 use crate::report::seconds_bar;
 
 /// What the timed phase runs.
@@ -141,18 +141,10 @@ struct Shared {
     hists: Vec<[Mutex<Histogram<u64>>; 2]>,
     /// Per side: equality and range histograms of the whole phase (sampler only).
     totals: Mutex<Vec<[Histogram<u64>; 2]>>,
-    stop: AtomicBool,
-    error: Mutex<Option<String>>,
+    run: StopOnError,
 }
 
 impl Shared {
-    fn fail(&self, e: String) {
-        if let Ok(mut slot) = self.error.lock() {
-            slot.get_or_insert(e);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-    }
-
     fn take(&self, side: usize, kind: usize) -> BenchResult<Latency> {
         let mut h = self.hists[side][kind].lock().map_err(|_| "histogram lock poisoned")?;
         let l = latency(&h);
@@ -168,7 +160,7 @@ fn select_loop(sides: &[Side], spec: &TimedSpec, shared: &Shared, thread: usize)
     let mut rng = StdRng::seed_from_u64(spec.seed ^ 0x005E_1EC7 ^ (thread as u64).rotate_left(32));
     let width = spec.range_width.clamp(1, spec.rows.max(1));
     let mut i = 0u64;
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !shared.run.stopped() {
         i += 1;
         let is_range = spec.range_every > 0 && i.is_multiple_of(spec.range_every);
         let arg = if is_range {
@@ -207,12 +199,12 @@ fn write_loop(sides: &[Side], spec: &TimedSpec, shared: &Shared, live: &LiveKeys
     for k in 0u32.. {
         let due = start + tick * k;
         while Instant::now() < due {
-            if shared.stop.load(Ordering::Relaxed) {
+            if shared.run.stopped() {
                 return Ok(());
             }
             std::thread::sleep(due.saturating_duration_since(Instant::now()).min(tick));
         }
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.run.stopped() {
             return Ok(());
         }
         batch.clear();
@@ -299,8 +291,7 @@ pub fn run(sides: &mut [Side], spec: &TimedSpec, live: &LiveKeys) -> BenchResult
                 .map(|_| Ok([histogram()?, histogram()?]))
                 .collect::<BenchResult<_>>()?,
         ),
-        stop: AtomicBool::new(false),
-        error: Mutex::new(None),
+        run: StopOnError::default(),
     };
     let mut series: Vec<Vec<ModeSample>> = vec![Vec::new(); sides.len()];
     let mut prev: Vec<Counters> = sides.iter().map(|s| s.base).collect();
@@ -311,7 +302,7 @@ pub fn run(sides: &mut [Side], spec: &TimedSpec, live: &LiveKeys) -> BenchResult
             let shared = &shared;
             s.spawn(move || {
                 if let Err(e) = select_loop(sides, spec, shared, th) {
-                    shared.fail(format!("select thread {th}: {e}"));
+                    shared.run.fail(format!("select thread {th}: {e}"));
                 }
             });
         }
@@ -319,7 +310,7 @@ pub fn run(sides: &mut [Side], spec: &TimedSpec, live: &LiveKeys) -> BenchResult
             let shared = &shared;
             s.spawn(move || {
                 if let Err(e) = write_loop(sides, spec, shared, live) {
-                    shared.fail(format!("writer: {e}"));
+                    shared.run.fail(format!("writer: {e}"));
                 }
             });
         }
@@ -327,7 +318,7 @@ pub fn run(sides: &mut [Side], spec: &TimedSpec, live: &LiveKeys) -> BenchResult
             for k in 1..=spec.seconds {
                 let due = start + Duration::from_secs(k);
                 while Instant::now() < due {
-                    if shared.stop.load(Ordering::Relaxed) {
+                    if shared.run.stopped() {
                         return Ok(());
                     }
                     std::thread::sleep(
@@ -351,12 +342,12 @@ pub fn run(sides: &mut [Side], spec: &TimedSpec, live: &LiveKeys) -> BenchResult
             Ok(())
         })();
         if let Err(e) = r {
-            shared.fail(format!("sampler: {e}"));
+            shared.run.fail(format!("sampler: {e}"));
         }
-        shared.stop.store(true, Ordering::SeqCst);
+        shared.run.stop();
     });
     pb.finish_and_clear();
-    if let Some(e) = shared.error.into_inner().ok().flatten() {
+    if let Some(e) = shared.run.error() {
         return Err(e.into());
     }
     let totals = shared.totals.into_inner().map_err(|_| "histogram lock poisoned")?;

@@ -14,6 +14,7 @@ use strata::{Db, Options, WriteBatch};
 use super::audit::{Audit, AuditResult};
 use super::workload::{Op, Ops, Shape, Values, key};
 use crate::BenchResult;
+use crate::report::StopOnError;
 use crate::report::seconds_bar;
 
 /// Engine settings of a run.
@@ -113,18 +114,8 @@ struct Shared {
     live: AtomicU64,
     gets: AtomicU64,
     writing: AtomicBool,
-    stop: AtomicBool,
-    error: Mutex<Option<String>>,
+    run: StopOnError,
     delete_times: Mutex<Vec<u64>>,
-}
-
-impl Shared {
-    fn fail(&self, e: String) {
-        if let Ok(mut slot) = self.error.lock() {
-            slot.get_or_insert(e);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-    }
 }
 
 /// Engine options of a run.
@@ -155,7 +146,7 @@ fn writer(db: &Db, shape: &Shape, shared: &Shared) -> BenchResult<()> {
     let mut done = 0u64;
     let mut times = Vec::new();
     while ops.peek().is_some() {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.run.stopped() {
             return Ok(());
         }
         let due = ((start.elapsed().as_secs_f64() / per_op) as u64 + 1).max(done + 1);
@@ -207,7 +198,7 @@ fn writer(db: &Db, shape: &Shape, shared: &Shared) -> BenchResult<()> {
 fn reader(db: &Db, seed: u64, shared: &Shared) -> BenchResult<()> {
     let ks = db.default_keyspace();
     let mut rng = StdRng::seed_from_u64(seed ^ 0x2EAD);
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !shared.run.stopped() {
         let n = shared.inserted.load(Ordering::Relaxed);
         if n == 0 {
             std::thread::sleep(Duration::from_millis(1));
@@ -235,8 +226,7 @@ pub fn run(dir: &Path, engine: &Engine, shape: &Shape, plan: &Plan) -> BenchResu
         live: AtomicU64::new(0),
         gets: AtomicU64::new(0),
         writing: AtomicBool::new(true),
-        stop: AtomicBool::new(false),
-        error: Mutex::new(None),
+        run: StopOnError::default(),
         delete_times: Mutex::new(Vec::new()),
     };
     let planned = (shape.seconds + plan.drain_secs).ceil() as u64;
@@ -250,12 +240,12 @@ pub fn run(dir: &Path, engine: &Engine, shape: &Shape, plan: &Plan) -> BenchResu
             let r = writer(db, shape, shared);
             shared.writing.store(false, Ordering::SeqCst);
             if let Err(e) = r {
-                shared.fail(format!("writer: {e}"));
+                shared.run.fail(format!("writer: {e}"));
             }
         });
         s.spawn(move || {
             if let Err(e) = reader(db, shape.seed, shared) {
-                shared.fail(format!("reader: {e}"));
+                shared.run.fail(format!("reader: {e}"));
             }
         });
         let check = Duration::from_millis(plan.check_ms.max(10));
@@ -303,15 +293,15 @@ pub fn run(dir: &Path, engine: &Engine, shape: &Shape, plan: &Plan) -> BenchResu
                     samples.last().map_or(0, |s| s.tombstones_on_disk)
                 ));
             }
-            if shared.stop.load(Ordering::Relaxed) || drain_until.is_some_and(|d| Instant::now() >= d) {
+            if shared.run.stopped() || drain_until.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
         }
-        shared.stop.store(true, Ordering::SeqCst);
+        shared.run.stop();
         let _ = w.join();
     });
     pb.finish_and_clear();
-    if let Some(e) = shared.error.lock().map_err(|_| "lock poisoned")?.take() {
+    if let Some(e) = shared.run.error() {
         return Err(e.into());
     }
     if let Some(e) = db.stats().background_error {

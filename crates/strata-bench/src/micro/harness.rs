@@ -2,8 +2,7 @@
 //! client threads committing generated batches for `seconds` while this thread samples
 //! the committed-statement counter once a second.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -12,6 +11,7 @@ use super::engine::{Engine, Probe};
 use super::watchdog::beat;
 use super::workload::{Stmt, Workload};
 use crate::BenchResult;
+use crate::report::StopOnError;
 use crate::report::{count_bar, rate, seconds_bar};
 
 /// Rows per preload transaction.
@@ -95,25 +95,14 @@ fn preload(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutput
 struct Shared {
     statements: AtomicU64,
     batches: AtomicU64,
-    stop: AtomicBool,
-    error: Mutex<Option<String>>,
-}
-
-impl Shared {
-    fn fail(&self, e: String) {
-        if let Ok(mut slot) = self.error.lock() {
-            slot.get_or_insert(e);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-    }
+    run: StopOnError,
 }
 
 fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutput) -> BenchResult<()> {
     let shared = Shared {
         statements: AtomicU64::new(0),
         batches: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        error: Mutex::new(None),
+        run: StopOnError::default(),
     };
     let sessions = (0..spec.threads)
         .map(|_| engine.session())
@@ -126,10 +115,10 @@ fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutp
             let mut generator = spec.workload.client(i);
             s.spawn(move || {
                 let mut batch = Vec::new();
-                while !shared.stop.load(Ordering::Relaxed) {
+                while !shared.run.stopped() {
                     generator.next_batch(&mut batch);
                     if let Err(e) = session.commit(&batch) {
-                        shared.fail(format!("client {i}: {e}"));
+                        shared.run.fail(format!("client {i}: {e}"));
                         return;
                     }
                     shared.statements.fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -138,14 +127,14 @@ fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutp
             });
         }
         out.samples = sample(engine, spec, &shared, start, &pb);
-        shared.stop.store(true, Ordering::SeqCst);
+        shared.run.stop();
     });
     beat();
     out.elapsed_secs = start.elapsed().as_secs_f64();
     out.statements = shared.statements.load(Ordering::SeqCst);
     out.batches = shared.batches.load(Ordering::SeqCst);
     pb.finish_and_clear();
-    match shared.error.into_inner().ok().flatten() {
+    match shared.run.error() {
         Some(e) => Err(e.into()),
         None => Ok(()),
     }
@@ -164,7 +153,7 @@ fn sample(
     for k in 1..=spec.seconds {
         let due = start + Duration::from_secs(k);
         while Instant::now() < due {
-            if shared.stop.load(Ordering::Relaxed) {
+            if shared.run.stopped() {
                 return samples;
             }
             std::thread::sleep(

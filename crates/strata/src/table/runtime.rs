@@ -156,7 +156,9 @@ impl TableState {
     /// Whether blind writes should purge old secondary entries found in the memtables.
     pub fn purge_at_commit(&self) -> bool {
         let last = self.last_secondary_read.load(Ordering::Relaxed);
-        last != 0 && self.born.elapsed().as_micros() as u64 - last <= PURGE_AT_COMMIT_AFTER_READS.as_micros() as u64
+        last != 0
+            && (self.born.elapsed().as_micros() as u64).saturating_sub(last)
+                <= PURGE_AT_COMMIT_AFTER_READS.as_micros() as u64
     }
 
     /// Counters of an index, created on first use.
