@@ -4,6 +4,9 @@
 //! batch is there in full and that no batch is half-applied. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
+#[path = "support/open.rs"]
+mod open;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -11,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use open::open_when_unlocked;
 use rand::Rng;
 use strata::{Db, Keyspace, Options, SyncPolicy, WriteBatch};
 
@@ -149,7 +153,7 @@ fn child_writer() {
         .expect("threads")
         .parse()
         .expect("number");
-    let db = Db::open(&dir, options(sync)).expect("child open");
+    let db = open_when_unlocked(Path::new(&dir), options(sync)).expect("child open");
     let other = db.keyspace_or_create("other").expect("other keyspace");
     let db = &db;
     let other = &other;
@@ -238,7 +242,7 @@ fn crash_rounds(sync: &str, threads: usize) {
     for round in 0..4 {
         let acked = run_and_kill_child(dir.path(), sync, threads, 150);
         assert!(!acked.is_empty(), "round {round}: nothing acknowledged");
-        let db = Db::open(dir.path(), options(policy)).expect("reopen after crash");
+        let db = open_when_unlocked(dir.path(), options(policy)).expect("reopen after crash");
         let other = db.keyspace("other").expect("other keyspace survives the crash");
         for t in 0..threads {
             let last = last_batch(&db, t);
@@ -303,7 +307,7 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
         memtable_budget: 8 << 20,
         ..Options::default()
     };
-    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let db = open_when_unlocked(dir.path(), opts.clone()).expect("open");
     let other = db.create_keyspace("other").expect("keyspace");
     let default = db.default_keyspace();
     for n in 0..100 {
@@ -334,7 +338,7 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     f.set_len(len - 3).expect("truncate");
     drop(f);
 
-    let db = Db::open(dir.path(), opts.clone()).expect("reopen with a torn WAL tail");
+    let db = open_when_unlocked(dir.path(), opts.clone()).expect("reopen with a torn WAL tail");
     let other = db.keyspace("other").expect("other");
     assert_eq!(last_batch(&db, 0), Some(98), "exactly the last (torn) batch is lost");
     check_thread(&db, &other, 0, Some(98), 110);
@@ -347,7 +351,7 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     }
     drop((default, other));
     db.close().expect("close");
-    let db = Db::open(dir.path(), opts).expect("second reopen");
+    let db = open_when_unlocked(dir.path(), opts).expect("second reopen");
     let other = db.keyspace("other").expect("other");
     assert_eq!(last_batch(&db, 0), Some(119));
     check_thread(&db, &other, 0, Some(119), 130);

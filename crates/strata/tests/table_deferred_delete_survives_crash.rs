@@ -12,6 +12,9 @@
 
 mod table_common;
 
+#[path = "support/open.rs"]
+mod open;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -19,6 +22,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use open::open_when_unlocked;
 use rand::Rng;
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
@@ -107,7 +111,7 @@ fn crash_child() {
     let Ok(dir) = std::env::var(CHILD_DIR_ENV) else {
         return; // not running as a child
     };
-    let db = Db::open(&dir, options()).expect("child open");
+    let db = open_when_unlocked(Path::new(&dir), options()).expect("child open");
     let t = db.table("t").expect("child table");
     let mut n = resume_point(&t);
     let mut out = std::io::stdout().lock();
@@ -257,7 +261,7 @@ fn verify(db: &Db, t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
 fn deferred_deletes_survive_crashes() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
-        let db = Db::open(dir.path(), options()).expect("create");
+        let db = open_when_unlocked(dir.path(), options()).expect("create");
         db.create_table(schema()).expect("table");
         db.close().expect("close");
     }
@@ -276,7 +280,7 @@ fn deferred_deletes_survive_crashes() {
             "cycle {cycle}: the child skipped or repeated a transaction"
         );
         let acked = acks.last().copied().or(last);
-        let db = Db::open(dir.path(), options()).expect("reopen after the crash");
+        let db = open_when_unlocked(dir.path(), options()).expect("reopen after the crash");
         let t = db.table("t").expect("table survives");
         let found = counter(&t);
         let ctx = format!("cycle {cycle}: acknowledged up to {acked:?}, found {found:?}");
@@ -300,7 +304,7 @@ fn deferred_deletes_survive_crashes() {
     eprintln!("acks {total_acks}, deferred deletes reported {deferred}");
     assert!(total_acks > 100, "only {total_acks} transactions in all cycles");
     assert!(deferred > 0, "the children never emitted a deferred delete");
-    let db = Db::open(dir.path(), options()).expect("final open");
+    let db = open_when_unlocked(dir.path(), options()).expect("final open");
     let t = db.table("t").expect("table");
     db.wait_for_background().expect("background");
     assert!(deepest_level(&db) >= 1, "no file ever left level 0");

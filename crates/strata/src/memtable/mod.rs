@@ -6,51 +6,27 @@
 //! edit: all keyspaces of a table are always flushed together. Each memtable belongs to
 //! exactly one WAL file, which can be deleted once the memtable is flushed.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
+mod arena;
+mod skiplist;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtOrd};
 
-use crossbeam_skiplist::SkipMap;
 use parking_lot::RwLock;
-use smallvec::SmallVec;
 
+use self::skiplist::{Position, SkipList};
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key};
+use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::range_tombstone::RangeTombstone;
 
-/// Internal keys up to this long live inside the skiplist node: comparisons during a
-/// search then touch no other cache line (the search dominates write cost).
-const INLINE_KEY: usize = 40;
-
-/// Skiplist key: keyspace id, then internal key order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MemKey {
-    ks: u32,
-    ikey: SmallVec<[u8; INLINE_KEY]>,
-}
-
-impl Ord for MemKey {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.ks.cmp(&o.ks).then_with(|| compare_internal(&self.ikey, &o.ikey))
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
-/// Rough per-entry overhead of the skiplist (node, tower, boxes).
-const ENTRY_OVERHEAD: usize = 80;
+/// Accounted size of a range tombstone beside its bounds.
+const RANGE_DEL_OVERHEAD: usize = 64;
 
 /// An in-memory sorted buffer of recent writes.
 pub struct MemTable {
-    map: SkipMap<MemKey, Box<[u8]>>,
+    map: SkipList,
     range_dels: RwLock<Vec<(u32, RangeTombstone)>>,
-    bytes: AtomicUsize,
-    entries: AtomicUsize,
+    range_bytes: AtomicUsize,
     tombstones: AtomicUsize,
     wal_number: u64,
     created_at: u64,
@@ -61,10 +37,9 @@ impl MemTable {
     /// An empty memtable whose writes are logged in WAL `wal_number`.
     pub fn new(wal_number: u64, created_at: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
+            map: SkipList::new(),
             range_dels: RwLock::new(Vec::new()),
-            bytes: AtomicUsize::new(0),
-            entries: AtomicUsize::new(0),
+            range_bytes: AtomicUsize::new(0),
             tombstones: AtomicUsize::new(0),
             wal_number,
             created_at,
@@ -82,14 +57,14 @@ impl MemTable {
         self.created_at
     }
 
-    /// Approximate memory used.
+    /// Memory used: the skiplist's arena plus the range tombstones.
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(AtOrd::Relaxed)
+        self.map.memory() + self.range_bytes.load(AtOrd::Relaxed)
     }
 
     /// Number of point entries.
     pub fn len(&self) -> usize {
-        self.entries.load(AtOrd::Relaxed)
+        self.map.len()
     }
 
     /// True when nothing was written.
@@ -112,14 +87,12 @@ impl MemTable {
         self.max_seq.load(AtOrd::Relaxed)
     }
 
-    /// Inserts a point entry.
+    /// Inserts a point entry. Inserting an internal key already present (a replayed
+    /// record) changes nothing.
     pub fn add(&self, ks: u32, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        let mut ikey: SmallVec<[u8; INLINE_KEY]> = SmallVec::with_capacity(key.len() + 8);
-        ikey.extend_from_slice(key);
-        ikey.extend_from_slice(&crate::key::pack_trailer(seq, kind).to_be_bytes());
-        self.bytes
-            .fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
-        self.entries.fetch_add(1, AtOrd::Relaxed);
+        if !self.map.insert(ks, key, crate::key::pack_trailer(seq, kind), value) {
+            return;
+        }
         if kind.is_tombstone() {
             self.tombstones.fetch_add(1, AtOrd::Relaxed);
         }
@@ -127,13 +100,12 @@ impl MemTable {
             // A deferred delete carries an old seqno; the batch's own is noted apart.
             self.max_seq.fetch_max(seq, AtOrd::Relaxed);
         }
-        self.map.insert(MemKey { ks, ikey }, value.into());
     }
 
     /// Inserts a range tombstone.
     pub fn add_range_delete(&self, ks: u32, start: &[u8], end: &[u8], seq: SeqNo) {
-        self.bytes
-            .fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, AtOrd::Relaxed);
+        self.range_bytes
+            .fetch_add(start.len() + end.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
         self.max_seq.fetch_max(seq, AtOrd::Relaxed);
         self.range_dels.write().push((
             ks,
@@ -147,15 +119,11 @@ impl MemTable {
 
     /// The newest entry for `key` in keyspace `ks` with seqno <= `snapshot`.
     pub fn get(&self, ks: u32, key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, Vec<u8>)> {
-        let start = MemKey {
-            ks,
-            ikey: SmallVec::from_vec(crate::key::seek_key(key, snapshot)),
-        };
-        let e = self.map.lower_bound(Bound::Included(&start))?;
-        if e.key().ks != ks {
+        let e = self.map.seek(ks, &crate::key::seek_key(key, snapshot), false)?;
+        if e.ks() != ks {
             return None;
         }
-        let p = parse_internal_key(&e.key().ikey)?;
+        let p = parse_internal_key(e.key())?;
         if p.user_key != key {
             return None;
         }
@@ -184,18 +152,12 @@ impl MemTable {
     /// Keyspaces that hold at least one entry or range tombstone.
     pub fn keyspaces(&self) -> Vec<u32> {
         let mut out: Vec<u32> = self.range_dels.read().iter().map(|(k, _)| *k).collect();
-        let mut cur = self.map.front();
+        let mut cur = self.map.first();
         while let Some(e) = cur {
-            let ks = e.key().ks;
+            let ks = e.ks();
             out.push(ks);
             // Jump past this keyspace.
-            cur = match ks.checked_add(1) {
-                Some(next) => self.map.lower_bound(Bound::Included(&MemKey {
-                    ks: next,
-                    ikey: SmallVec::new(),
-                })),
-                None => None,
-            };
+            cur = ks.checked_add(1).and_then(|next| self.map.seek_keyspace(next));
         }
         out.sort_unstable();
         out.dedup();
@@ -213,43 +175,36 @@ impl MemTable {
 
     /// Calls `f` for every entry of keyspace `ks` in order (faster than the cursor).
     pub fn for_each(&self, ks: u32, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let lo = MemKey {
-            ks,
-            ikey: SmallVec::new(),
-        };
-        for e in self.map.range(lo..) {
-            if e.key().ks != ks {
+        let mut cur = self.map.seek_keyspace(ks);
+        while let Some(e) = cur {
+            if e.ks() != ks {
                 break;
             }
-            f(&e.key().ikey, e.value())?;
+            f(e.key(), e.value())?;
+            cur = self.map.next_entry(e);
         }
         Ok(())
     }
 }
 
-fn owned(e: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Box<[u8]>>>, ks: u32) -> Option<(MemKey, Box<[u8]>)> {
-    match e {
-        Some(e) if e.key().ks == ks => Some((e.key().clone(), e.value().clone())),
-        _ => None,
-    }
-}
-
-/// A positioned cursor over one keyspace of a memtable.
-///
-/// It keeps a copy of the current entry and re-seeks the skiplist to move, which keeps it
-/// free of borrowed lifetimes at the cost of one O(log n) search per step.
+/// A positioned cursor over one keyspace of a memtable. It holds the memtable, so the
+/// entry it points at stays valid; moving forward follows a link, moving back searches.
 pub struct MemTableIter {
     mem: std::sync::Arc<MemTable>,
     ks: u32,
-    cur: Option<(MemKey, Box<[u8]>)>,
+    cur: Option<Position>,
 }
 
 impl MemTableIter {
-    fn probe(&self, ikey: &[u8]) -> MemKey {
-        MemKey {
-            ks: self.ks,
-            ikey: SmallVec::from_slice(ikey),
-        }
+    fn set(&mut self, e: Option<skiplist::Entry<'_>>) {
+        let ks = self.ks;
+        self.cur = e.filter(|e| e.ks() == ks).map(|e| e.position());
+    }
+
+    fn entry(&self) -> Option<skiplist::Entry<'_>> {
+        // SAFETY: positions are only taken from entries of `self.mem`'s list, which
+        // `self.mem` keeps alive.
+        self.cur.map(|p| unsafe { self.mem.map.at(p) })
     }
 }
 
@@ -258,59 +213,46 @@ impl InternalIterator for MemTableIter {
         self.cur.is_some()
     }
     fn seek_to_first(&mut self) -> Result<()> {
-        let p = self.probe(&[]);
-        let e = self.mem.map.lower_bound(Bound::Included(&p));
-        let cur = owned(e, self.ks);
-        self.cur = cur;
+        let mem = self.mem.clone();
+        self.set(mem.map.seek_keyspace(self.ks));
         Ok(())
     }
     fn seek_to_last(&mut self) -> Result<()> {
+        let mem = self.mem.clone();
         let e = match self.ks.checked_add(1) {
-            Some(n) => self.mem.map.upper_bound(Bound::Excluded(&MemKey {
-                ks: n,
-                ikey: SmallVec::new(),
-            })),
-            None => self.mem.map.back(),
+            Some(n) => mem.map.seek_back_keyspace(n),
+            None => mem.map.last(),
         };
-        let cur = owned(e, self.ks);
-        self.cur = cur;
+        self.set(e);
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let p = self.probe(target);
-        let e = self.mem.map.lower_bound(Bound::Included(&p));
-        let cur = owned(e, self.ks);
-        self.cur = cur;
+        let mem = self.mem.clone();
+        self.set(mem.map.seek(self.ks, target, false));
         Ok(())
     }
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let p = self.probe(target);
-        let e = self.mem.map.upper_bound(Bound::Included(&p));
-        let cur = owned(e, self.ks);
-        self.cur = cur;
+        let mem = self.mem.clone();
+        self.set(mem.map.seek_back(self.ks, target, true));
         Ok(())
     }
     fn next(&mut self) -> Result<()> {
-        if let Some((k, _)) = self.cur.take() {
-            let e = self.mem.map.lower_bound(Bound::Excluded(&k));
-            let cur = owned(e, self.ks);
-            self.cur = cur;
-        }
+        let mem = self.mem.clone();
+        let e = self.entry().and_then(|e| mem.map.next_entry(e));
+        self.set(e);
         Ok(())
     }
     fn prev(&mut self) -> Result<()> {
-        if let Some((k, _)) = self.cur.take() {
-            let e = self.mem.map.upper_bound(Bound::Excluded(&k));
-            let cur = owned(e, self.ks);
-            self.cur = cur;
-        }
+        let mem = self.mem.clone();
+        let e = self.entry().and_then(|e| mem.map.seek_back(self.ks, e.key(), false));
+        self.set(e);
         Ok(())
     }
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map(|(k, _)| &*k.ikey).unwrap_or(&[])
+        self.entry().map(|e| e.key()).unwrap_or(&[])
     }
     fn value(&self) -> &[u8] {
-        self.cur.as_ref().map(|(_, v)| &**v).unwrap_or(&[])
+        self.entry().map(|e| e.value()).unwrap_or(&[])
     }
 }
 
@@ -356,5 +298,49 @@ mod tests {
             it.prev().unwrap();
         }
         assert_eq!(back, vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+    }
+
+    #[test]
+    fn gets_at_a_snapshot_ignore_newer_versions_being_inserted() {
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        let m = Arc::new(MemTable::new(1, 0));
+        for k in 0..300u64 {
+            m.add(1, &k.to_be_bytes(), 1, ValueKind::Put, &1u64.to_be_bytes());
+        }
+        let visible = AtomicU64::new(1);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let (m2, visible, stop) = (m.clone(), &visible, &stop);
+            sc.spawn(move || {
+                let mut seq = 2u64;
+                while !stop.load(AtOrd::Relaxed) && seq < 200_000 {
+                    let k = (seq * 7919) % 300;
+                    m2.add(1, &k.to_be_bytes(), seq, ValueKind::Put, &seq.to_be_bytes());
+                    visible.store(seq, AtOrd::Release);
+                    seq += 1;
+                }
+                stop.store(true, AtOrd::Relaxed);
+            });
+            let m = m.clone();
+            sc.spawn(move || {
+                while !stop.load(AtOrd::Relaxed) {
+                    let snap = visible.load(AtOrd::Acquire);
+                    for k in 0..300u64 {
+                        let got = m.get(1, &k.to_be_bytes(), snap);
+                        let Some((seq, _, v)) = got else {
+                            panic!("key {k} at {snap}: none")
+                        };
+                        assert!(seq <= snap && v == seq.to_be_bytes(), "key {k} at {snap}: {seq}");
+                        // The newest write of k at or below snap: s = r (mod 300).
+                        let r = (0..300u64).find(|r| (r * 7919) % 300 == k).unwrap_or(0);
+                        let newest = snap
+                            .checked_sub((snap + 300 - r) % 300)
+                            .filter(|x| *x >= 2)
+                            .unwrap_or(1);
+                        assert_eq!(seq, newest, "key {k} at {snap}");
+                    }
+                }
+            });
+        });
     }
 }

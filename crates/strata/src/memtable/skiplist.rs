@@ -1,0 +1,585 @@
+//! A concurrent skiplist whose nodes live in the memtable's [`Arena`], ordered by
+//! keyspace id and then internal key.
+//!
+//! Writers insert concurrently without locks (each link is one compare-and-swap, as in
+//! RocksDB's `InlineSkipList`); readers never block and never see a half-built node.
+//! Nodes are never removed: a memtable only grows until it is flushed and dropped whole.
+//!
+//! Node layout, 8-byte aligned, one arena allocation:
+//! `[ks u32][key_len u32][value_len u32][height u32][next ptr; height][key][value]`.
+//!
+//! Invariants:
+//! * a node's header, key and value are written before the node is published by the
+//!   release CAS that links it at level 0, and never change afterwards;
+//! * at every level the list is sorted strictly ascending (an insert of a key already
+//!   present is dropped), and a node is linked at level `i` only after level `i - 1`;
+//! * every pointer reachable from the head points into this list's arena, so it is
+//!   valid for as long as the list is.
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtOrd};
+
+use super::arena::Arena;
+use crate::key::compare_internal;
+
+/// Tallest tower. With a branching factor of 4 this serves 4^16 entries before searches
+/// degrade, far beyond any memtable.
+const MAX_HEIGHT: usize = 16;
+const HEADER: usize = 16;
+
+#[repr(C)]
+struct Node {
+    ks: u32,
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+}
+
+/// A published node of the list, borrowed for the list's lifetime.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry<'a> {
+    node: *const Node,
+    list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> Entry<'a> {
+    fn header(&self) -> &'a Node {
+        // SAFETY: a published node of a list that outlives 'a; its header never changes.
+        unsafe { &*self.node }
+    }
+
+    /// Keyspace id.
+    pub(crate) fn ks(&self) -> u32 {
+        self.header().ks
+    }
+
+    /// Internal key.
+    pub(crate) fn key(&self) -> &'a [u8] {
+        // SAFETY: a published node is followed by its tower, key and value in its
+        // allocation, which is immutable and lives as long as the list ('a).
+        unsafe { std::slice::from_raw_parts(key_ptr(self.node), self.header().key_len as usize) }
+    }
+
+    /// Value.
+    pub(crate) fn value(&self) -> &'a [u8] {
+        let h = self.header();
+        // SAFETY: as for `key`; the value follows the key.
+        unsafe { std::slice::from_raw_parts(key_ptr(self.node).add(h.key_len as usize), h.value_len as usize) }
+    }
+}
+
+/// A position in a list that outlives the borrow it came from (for cursors that hold
+/// their memtable by `Arc`). Only [`SkipList::at`] of the same list may resolve it.
+#[derive(Clone, Copy)]
+pub(crate) struct Position(*const Node);
+
+// SAFETY: a position is an address into an arena; it is only dereferenced through
+// `SkipList::at`, whose caller guarantees the list (and so the arena) is alive.
+unsafe impl Send for Position {}
+// SAFETY: as above.
+unsafe impl Sync for Position {}
+
+impl Entry<'_> {
+    /// This entry's position.
+    pub(crate) fn position(&self) -> Position {
+        Position(self.node)
+    }
+}
+
+fn tower(n: *const Node) -> *const AtomicPtr<Node> {
+    // The tower starts right after the 16-byte header (8-aligned).
+    n.cast::<u8>().wrapping_add(HEADER).cast()
+}
+
+/// Start of the key of node `n`.
+///
+/// # Safety
+/// `n` points at an initialised node header.
+unsafe fn key_ptr(n: *const Node) -> *const u8 {
+    // SAFETY: the caller's guarantee; the header says how tall the tower is.
+    let height = unsafe { (*n).height } as usize;
+    tower(n).wrapping_add(height).cast()
+}
+
+/// The link of `n` at `level`.
+///
+/// # Safety
+/// `n` is the head or a node whose header is written, and `level < n.height`; the
+/// reference must not outlive the list.
+unsafe fn link<'a>(n: *const Node, level: usize) -> &'a AtomicPtr<Node> {
+    // SAFETY: guaranteed by the caller: the tower has `height` initialised links.
+    unsafe { &*tower(n).add(level) }
+}
+
+/// A concurrent ordered map from (keyspace, internal key) to value; see the module docs.
+pub(crate) struct SkipList {
+    arena: Arena,
+    head: NonNull<Node>,
+    /// Height of the tallest tower linked so far (at least 1).
+    height: AtomicUsize,
+    len: AtomicUsize,
+}
+
+// SAFETY: nodes are immutable once published except for their atomic links, and the
+// arena that owns them moves with the list; raw pointers are only read through atomics
+// with acquire/release ordering (see the module invariants).
+unsafe impl Send for SkipList {}
+// SAFETY: as above.
+unsafe impl Sync for SkipList {}
+
+thread_local! {
+    static RNG: Cell<u64> = Cell::new({
+        let here = &RNG as *const _ as u64;
+        here ^ 0x9e37_79b9_7f4a_7c15
+    });
+}
+
+fn random_height() -> usize {
+    let r = RNG.with(|c| {
+        // xorshift64*: enough for tower heights.
+        let mut x = c.get() | 1;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        c.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    });
+    // Branching factor 4: each extra level with probability 1/4.
+    let extra = (r.trailing_zeros() / 2) as usize;
+    (1 + extra).min(MAX_HEIGHT)
+}
+
+impl SkipList {
+    /// An empty list.
+    pub(crate) fn new() -> Self {
+        let arena = Arena::new();
+        let head = arena.alloc(HEADER + MAX_HEIGHT * 8).cast::<Node>();
+        // SAFETY: fresh zeroed memory of the right size and alignment; zero is a null
+        // link, so the head's tower needs no further initialisation.
+        unsafe {
+            head.as_ptr().write(Node {
+                ks: 0,
+                key_len: 0,
+                value_len: 0,
+                height: MAX_HEIGHT as u32,
+            });
+        }
+        SkipList {
+            arena,
+            head,
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Entries inserted.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(AtOrd::Relaxed)
+    }
+
+    /// Bytes of arena memory in use.
+    pub(crate) fn memory(&self) -> usize {
+        self.arena.used()
+    }
+
+    fn head(&self) -> *const Node {
+        self.head.as_ptr()
+    }
+
+    fn entry(&self, p: *const Node) -> Option<Entry<'_>> {
+        if p.is_null() || p == self.head() {
+            return None;
+        }
+        // Non-null links point at published nodes of this list's arena.
+        Some(Entry {
+            node: p,
+            list: PhantomData,
+        })
+    }
+
+    fn next(&self, n: *const Node, level: usize) -> *mut Node {
+        // SAFETY: `n` is the head or a published node reached at a level >= `level`,
+        // so its tower is at least `level + 1` high.
+        unsafe { link(n, level).load(AtOrd::Acquire) }
+    }
+
+    /// Compares the node at `n` with (ks, ikey).
+    fn cmp(n: *const Node, ks: u32, ikey: &[u8]) -> Ordering {
+        // `n` is a published node (never the head: callers pass links).
+        let e = Entry {
+            node: n,
+            list: PhantomData,
+        };
+        e.ks().cmp(&ks).then_with(|| compare_internal(e.key(), ikey))
+    }
+
+    /// Inserts (ks, internal key `user_key ++ trailer`) -> value. Returns false (and
+    /// changes nothing visible) if that exact internal key is already present.
+    pub(crate) fn insert(&self, ks: u32, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
+        let height = random_height();
+        let key_len = user_key.len() + 8;
+        let size = HEADER + height * 8 + key_len + value.len();
+        let node = self.arena.alloc(size).cast::<Node>().as_ptr();
+        // SAFETY: `size` fresh zeroed bytes, 8-aligned, owned by us until published:
+        // header, `height` null links (zeroed), then key and value.
+        unsafe {
+            node.write(Node {
+                ks,
+                key_len: key_len as u32,
+                value_len: value.len() as u32,
+                height: height as u32,
+            });
+            let k = tower(node).add(height).cast::<u8>().cast_mut();
+            ptr::copy_nonoverlapping(user_key.as_ptr(), k, user_key.len());
+            ptr::copy_nonoverlapping(trailer.to_be_bytes().as_ptr(), k.add(user_key.len()), 8);
+            ptr::copy_nonoverlapping(value.as_ptr(), k.add(key_len), value.len());
+        }
+        // SAFETY: just initialised above.
+        let ikey = unsafe { std::slice::from_raw_parts(key_ptr(node), key_len) };
+
+        let mut top = self.height.load(AtOrd::Relaxed);
+        while height > top {
+            match self
+                .height
+                .compare_exchange_weak(top, height, AtOrd::Relaxed, AtOrd::Relaxed)
+            {
+                Ok(_) => top = height,
+                Err(h) => top = h,
+            }
+        }
+        // The splice: at each level, prev < key <= next.
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let mut next = [ptr::null_mut::<Node>(); MAX_HEIGHT];
+        let mut x = self.head();
+        for level in (0..top).rev() {
+            let (p, n) = self.splice_at(x, level, ks, ikey);
+            prev[level] = p;
+            next[level] = n;
+            x = p;
+        }
+        for level in 0..height {
+            loop {
+                if level == 0 && !next[0].is_null() && Self::cmp(next[0], ks, ikey) == Ordering::Equal {
+                    // Replayed or repeated entry: identical key, keep the first.
+                    return false;
+                }
+                // SAFETY: `node`'s tower has `height` links; it is ours or published.
+                unsafe { link(node, level) }.store(next[level], AtOrd::Relaxed);
+                // Release: publishes the node's contents (and its lower links).
+                // SAFETY: prev[level] is the head or a node at least level+1 high.
+                let won = unsafe { link(prev[level], level) }
+                    .compare_exchange(next[level], node, AtOrd::Release, AtOrd::Relaxed)
+                    .is_ok();
+                if won {
+                    break;
+                }
+                // Someone linked a node here first: search again from our predecessor.
+                let (p, n) = self.splice_at(prev[level], level, ks, ikey);
+                prev[level] = p;
+                next[level] = n;
+            }
+        }
+        self.len.fetch_add(1, AtOrd::Relaxed);
+        true
+    }
+
+    /// From `start` (< key), walks `level` to the pair prev < (ks, ikey) <= next.
+    fn splice_at(&self, start: *const Node, level: usize, ks: u32, ikey: &[u8]) -> (*const Node, *mut Node) {
+        let mut x = start;
+        loop {
+            let n = self.next(x, level);
+            if n.is_null() || Self::cmp(n, ks, ikey) != Ordering::Less {
+                return (x, n);
+            }
+            x = n;
+        }
+    }
+
+    /// The first entry >= (ks, ikey), or > it when `exclusive`.
+    pub(crate) fn seek(&self, ks: u32, ikey: &[u8], exclusive: bool) -> Option<Entry<'_>> {
+        self.first_after(|n| {
+            let o = Self::cmp(n, ks, ikey);
+            o == Ordering::Less || (exclusive && o == Ordering::Equal)
+        })
+    }
+
+    /// The first entry of keyspace `ks` or of a later one.
+    pub(crate) fn seek_keyspace(&self, ks: u32) -> Option<Entry<'_>> {
+        self.first_after(|n| Self::ks_of(n) < ks)
+    }
+
+    /// The last entry < (ks, ikey), or <= it when `inclusive`.
+    pub(crate) fn seek_back(&self, ks: u32, ikey: &[u8], inclusive: bool) -> Option<Entry<'_>> {
+        let x = self.last_before(|n| {
+            let o = Self::cmp(n, ks, ikey);
+            o == Ordering::Less || (inclusive && o == Ordering::Equal)
+        });
+        self.entry(x)
+    }
+
+    /// The last entry of a keyspace before `ks`.
+    pub(crate) fn seek_back_keyspace(&self, ks: u32) -> Option<Entry<'_>> {
+        self.entry(self.last_before(|n| Self::ks_of(n) < ks))
+    }
+
+    fn ks_of(n: *const Node) -> u32 {
+        // SAFETY: `n` is a published node.
+        unsafe { (*n).ks }
+    }
+
+    /// The first entry for which `before` is false (`before` must hold for a prefix of
+    /// the list).
+    fn first_after(&self, before: impl Fn(*const Node) -> bool) -> Option<Entry<'_>> {
+        self.entry(self.boundary(before).1)
+    }
+
+    /// The last node (or the head) for which `before` holds.
+    fn last_before(&self, before: impl Fn(*const Node) -> bool) -> *const Node {
+        self.boundary(before).0
+    }
+
+    /// The last node (or the head) for which `before` holds, and the node its level-0
+    /// link pointed at when the search read it. That pair must come from one read: a
+    /// second read of the link could return a node inserted since, which may belong
+    /// on the other side of the boundary (a newer version of the key sought).
+    fn boundary(&self, before: impl Fn(*const Node) -> bool) -> (*const Node, *mut Node) {
+        let mut x = self.head();
+        let mut level = self.height.load(AtOrd::Relaxed) - 1;
+        loop {
+            let n = self.next(x, level);
+            if !n.is_null() && before(n) {
+                x = n;
+            } else if level == 0 {
+                return (x, n);
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The first entry.
+    pub(crate) fn first(&self) -> Option<Entry<'_>> {
+        self.entry(self.next(self.head(), 0))
+    }
+
+    /// The last entry.
+    pub(crate) fn last(&self) -> Option<Entry<'_>> {
+        self.entry(self.last_before(|_| true))
+    }
+
+    /// The entry at `p`.
+    ///
+    /// # Safety
+    /// `p` came from an entry of this list.
+    pub(crate) unsafe fn at(&self, p: Position) -> Entry<'_> {
+        Entry {
+            node: p.0,
+            list: PhantomData,
+        }
+    }
+
+    /// The entry after `e`.
+    pub(crate) fn next_entry(&self, e: Entry<'_>) -> Option<Entry<'_>> {
+        self.entry(self.next(e.node, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, internal_key, pack_trailer};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn ik(k: &[u8], seq: u64) -> Vec<u8> {
+        internal_key(k, seq, ValueKind::Put)
+    }
+
+    #[test]
+    fn matches_a_sorted_model_in_both_directions() {
+        let l = SkipList::new();
+        let mut model: BTreeMap<(u32, Vec<u8>, std::cmp::Reverse<u64>), Vec<u8>> = BTreeMap::new();
+        let mut x = 7u64;
+        for i in 0..5000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let ks = (x >> 60) as u32 % 3;
+            let key = format!("k{:03}", (x >> 20) % 700).into_bytes();
+            let seq = i + 1;
+            let value = vec![(x >> 8) as u8; (x % 40) as usize];
+            assert!(l.insert(ks, &key, pack_trailer(seq, ValueKind::Put), &value));
+            model.insert((ks, key, std::cmp::Reverse(seq)), value);
+        }
+        // A repeated insert is dropped.
+        let ((ks, k, s), _) = model
+            .iter()
+            .next()
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .unwrap_or_default();
+        assert!(!l.insert(ks, &k, pack_trailer(s.0, ValueKind::Put), b"other"));
+        assert_eq!(l.len(), model.len());
+
+        let mut forward = Vec::new();
+        let mut e = l.first();
+        while let Some(x) = e {
+            forward.push((x.ks(), x.key().to_vec(), x.value().to_vec()));
+            e = l.next_entry(x);
+        }
+        let want: Vec<_> = model
+            .iter()
+            .map(|((ks, k, s), v)| (*ks, ik(k, s.0), v.clone()))
+            .collect();
+        assert_eq!(forward, want);
+        let last = l.last().map(|e| (e.ks(), e.key().to_vec()));
+        assert_eq!(last, want.last().map(|w| (w.0, w.1.clone())));
+
+        // Seeks in both directions, inclusive and exclusive, land where the model says.
+        for (i, probe) in want.iter().enumerate().step_by(37) {
+            let (ks, key) = (probe.0, &probe.1);
+            let at = |e: Option<Entry<'_>>| e.map(|e| (e.ks(), e.key().to_vec()));
+            let w = |j: Option<usize>| j.and_then(|j| want.get(j)).map(|w| (w.0, w.1.clone()));
+            assert_eq!(at(l.seek(ks, key, false)), w(Some(i)));
+            assert_eq!(at(l.seek(ks, key, true)), w(Some(i + 1)));
+            assert_eq!(at(l.seek_back(ks, key, true)), w(Some(i)));
+            assert_eq!(at(l.seek_back(ks, key, false)), w(i.checked_sub(1)));
+        }
+        assert!(l.seek(3, b"", false).is_none());
+        assert!(l.seek_back(0, b"", false).is_none());
+        // Keyspace bounds include entries with an empty user key.
+        assert!(l.insert(1, b"", pack_trailer(9, ValueKind::Put), b"e"));
+        assert_eq!(l.seek_keyspace(1).map(|e| e.key().to_vec()), Some(ik(b"", 9)));
+        let end_of_0 = want.iter().rev().find(|w| w.0 == 0).map(|w| w.1.clone());
+        assert_eq!(l.seek_back_keyspace(1).map(|e| e.key().to_vec()), end_of_0);
+    }
+
+    #[test]
+    fn concurrent_inserts_all_land_in_order() {
+        let l = Arc::new(SkipList::new());
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        let k = (i * 4 + t).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes();
+                        assert!(l.insert(1, &k, pack_trailer(i, ValueKind::Put), &k));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            assert!(t.join().is_ok());
+        }
+        assert_eq!(l.len(), 80_000);
+        let mut n = 0;
+        let mut prev: Option<Vec<u8>> = None;
+        let mut e = l.first();
+        while let Some(x) = e {
+            if let Some(p) = &prev {
+                assert_eq!(compare_internal(p, x.key()), Ordering::Less);
+            }
+            assert_eq!(&x.key()[..8], x.value());
+            prev = Some(x.key().to_vec());
+            n += 1;
+            e = l.next_entry(x);
+        }
+        assert_eq!(n, 80_000);
+    }
+
+    #[test]
+    fn readers_find_every_published_insert() {
+        use std::sync::atomic::AtomicU64;
+        let l = Arc::new(SkipList::new());
+        let published: Arc<Vec<AtomicU64>> = Arc::new((0..2).map(|_| AtomicU64::new(0)).collect());
+        let key = |t: u64, i: u64| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ t).to_be_bytes();
+        std::thread::scope(|sc| {
+            for t in 0..2u64 {
+                let (l, published) = (l.clone(), published.clone());
+                sc.spawn(move || {
+                    for i in 1..=30_000u64 {
+                        assert!(l.insert(t as u32, &key(t, i), pack_trailer(i, ValueKind::Put), b"v"));
+                        published[t as usize].store(i, AtOrd::Release);
+                    }
+                });
+            }
+            for r in 0..2u64 {
+                let (l, published) = (l.clone(), published.clone());
+                sc.spawn(move || {
+                    let mut g = r + 1;
+                    for _ in 0..30_000 {
+                        g = g.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        let t = (g >> 63) as u32;
+                        let upto = published[t as usize].load(AtOrd::Acquire);
+                        if upto == 0 {
+                            continue;
+                        }
+                        let i = 1 + (g >> 20) % upto;
+                        let ikey = internal_key(&key(u64::from(t), i), i, ValueKind::Put);
+                        let found = l.seek(t, &ikey, false).map(|e| e.key().to_vec());
+                        assert_eq!(found, Some(ikey), "thread {t} key {i} of {upto}");
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn scans_in_both_directions_see_every_earlier_entry_under_inserts() {
+        use std::sync::atomic::AtomicBool;
+        // Keys 0..2000 of keyspaces 0..3 are inserted first; writers then keep adding
+        // newer versions of the same keys while readers walk each keyspace both ways.
+        let l = Arc::new(SkipList::new());
+        for ks in 0..3u32 {
+            for k in 0..2000u64 {
+                assert!(l.insert(ks, &k.to_be_bytes(), pack_trailer(1, ValueKind::Put), b"old"));
+            }
+        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            for t in 0..2u64 {
+                let (l, stop) = (l.clone(), &stop);
+                sc.spawn(move || {
+                    let mut g = t + 7;
+                    let mut seq = 2 + t;
+                    while !stop.load(AtOrd::Relaxed) && seq < 100_000 {
+                        g = g.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        let ks = (g >> 62) as u32 % 3;
+                        let k = (g >> 20) % 2000;
+                        l.insert(ks, &k.to_be_bytes(), pack_trailer(seq, ValueKind::Put), b"new");
+                        seq += 2;
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let (l, stop) = (l.clone(), &stop);
+                sc.spawn(move || {
+                    struct StopOnDrop<'a>(&'a AtomicBool);
+                    impl Drop for StopOnDrop<'_> {
+                        fn drop(&mut self) {
+                            self.0.store(true, AtOrd::Relaxed);
+                        }
+                    }
+                    let _stop = StopOnDrop(stop);
+                    for round in 0..30 {
+                        let ks = round % 3;
+                        let mut n = 0;
+                        let mut e = l.seek_keyspace(ks);
+                        while let Some(x) = e.filter(|x| x.ks() == ks) {
+                            n += usize::from(x.value() == b"old");
+                            e = l.next_entry(x);
+                        }
+                        assert_eq!(n, 2000, "forward, keyspace {ks}");
+                        let mut n = 0;
+                        let mut e = l.seek_back_keyspace(ks + 1);
+                        while let Some(x) = e.filter(|x| x.ks() == ks) {
+                            n += usize::from(x.value() == b"old");
+                            e = l.seek_back(ks, x.key(), false);
+                        }
+                        assert_eq!(n, 2000, "backward, keyspace {ks}");
+                    }
+                });
+            }
+        });
+    }
+}
