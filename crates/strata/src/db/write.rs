@@ -15,7 +15,7 @@ use super::{DbInner, SuperVersion, WalState};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, PointEntry};
 use crate::options::SyncPolicy;
 use crate::wal;
 
@@ -366,14 +366,45 @@ impl DbInner {
 pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, counters: &super::stats::Counters) {
     let mut bytes = 0u64;
     let mut last = base;
+    // Point entries go in together (their skiplist searches interleave), in bounded runs.
+    let mut points: Vec<PointEntry<'_>> = Vec::with_capacity(batch.len().min(POINT_RUN));
     for (seq, op) in batch.ops_with_seq(base).flatten() {
-        bytes += apply_op(mem, op, seq);
         last = seq;
+        let (ks, key, seq, kind, value) = match op {
+            BatchOp::Put { keyspace, key, value } => (keyspace, key, seq, ValueKind::Put, value),
+            BatchOp::Delete { keyspace, key } => (keyspace, key, seq, ValueKind::Delete, &[][..]),
+            // A deferred delete is keyed by the version it deletes.
+            BatchOp::DeferredDelete {
+                keyspace,
+                key,
+                seq: target,
+            } => (keyspace, key, target, ValueKind::DeferredDelete, &[][..]),
+            BatchOp::DeleteRange { .. } => {
+                bytes += apply_op(mem, op, seq);
+                continue;
+            }
+        };
+        bytes += (key.len() + value.len()) as u64;
+        points.push(PointEntry {
+            ks,
+            key,
+            seq,
+            kind,
+            value,
+        });
+        if points.len() == POINT_RUN {
+            mem.add_many(&points);
+            points.clear();
+        }
     }
+    mem.add_many(&points);
     mem.note_seq(last);
     Counters::add(&counters.user_bytes, bytes);
     Counters::add(&counters.user_ops, batch.len() as u64);
 }
+
+/// Point entries of a batch handed to the memtable at once.
+const POINT_RUN: usize = 64;
 
 /// Inserts one operation at `seq`; returns the user bytes it carried.
 pub(crate) fn apply_op(mem: &MemTable, op: BatchOp<'_>, seq: SeqNo) -> u64 {

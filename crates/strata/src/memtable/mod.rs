@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtOrd};
 
 use parking_lot::RwLock;
 
-use self::skiplist::{Position, SkipList};
+use self::skiplist::{NewEntry, Position, SkipList};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
@@ -21,6 +21,21 @@ use crate::range_tombstone::RangeTombstone;
 
 /// Accounted size of a range tombstone beside its bounds.
 const RANGE_DEL_OVERHEAD: usize = 64;
+
+/// A point entry for [`MemTable::add_many`].
+#[derive(Debug, Clone, Copy)]
+pub struct PointEntry<'a> {
+    /// Keyspace id.
+    pub ks: u32,
+    /// User key.
+    pub key: &'a [u8],
+    /// Its seqno.
+    pub seq: SeqNo,
+    /// Put, delete or deferred delete.
+    pub kind: ValueKind,
+    /// Value (empty for tombstones).
+    pub value: &'a [u8],
+}
 
 /// An in-memory sorted buffer of recent writes.
 pub struct MemTable {
@@ -90,9 +105,31 @@ impl MemTable {
     /// Inserts a point entry. Inserting an internal key already present (a replayed
     /// record) changes nothing.
     pub fn add(&self, ks: u32, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        if !self.map.insert(ks, key, crate::key::pack_trailer(seq, kind), value) {
-            return;
+        if self.map.insert(ks, key, crate::key::pack_trailer(seq, kind), value) {
+            self.note_added(seq, kind);
         }
+    }
+
+    /// Inserts point entries as [`add`](Self::add) would, faster for many: the skiplist
+    /// searches of neighbouring entries run interleaved.
+    pub fn add_many(&self, entries: &[PointEntry<'_>]) {
+        let items: Vec<NewEntry<'_>> = entries
+            .iter()
+            .map(|e| NewEntry {
+                ks: e.ks,
+                user_key: e.key,
+                trailer: crate::key::pack_trailer(e.seq, e.kind),
+                value: e.value,
+            })
+            .collect();
+        self.map.insert_many(&items, |i| {
+            if let Some(e) = entries.get(i) {
+                self.note_added(e.seq, e.kind);
+            }
+        });
+    }
+
+    fn note_added(&self, seq: SeqNo, kind: ValueKind) {
         if kind.is_tombstone() {
             self.tombstones.fetch_add(1, AtOrd::Relaxed);
         }
