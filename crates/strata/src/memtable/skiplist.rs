@@ -733,7 +733,7 @@ mod tests {
                         // Both threads insert the same 3,000 keys (each appears twice in
                         // its own list too), in different orders and groupings.
                         let keys: Vec<[u8; 8]> = (0..6000u64)
-                            .map(|i| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ t * (i & 1)).to_be_bytes())
+                            .map(|i| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes())
                             .collect();
                         let keys: Vec<[u8; 8]> = if t == 0 { keys } else { keys.into_iter().rev().collect() };
                         let mut got = Vec::new();
@@ -762,7 +762,7 @@ mod tests {
         let distinct = {
             let mut all: Vec<[u8; 8]> = (0..6000u64)
                 .flat_map(|i| {
-                    [0u64, 1].map(|t| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ t * (i & 1)).to_be_bytes())
+                    [0u64, 1].map(|t| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes())
                 })
                 .collect();
             all.sort_unstable();
