@@ -51,7 +51,7 @@ fn prefix_of(user_key: &[u8]) -> u64 {
 }
 
 /// Entries whose searches [`SkipList::insert_many`] interleaves.
-const GROUP: usize = 8;
+const GROUP: usize = 32;
 
 /// An entry to insert.
 pub(crate) struct NewEntry<'a> {
