@@ -197,9 +197,10 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 thread_local! {
+    // Seeded from an address on this thread's stack, so threads draw different heights.
     static RNG: Cell<u64> = Cell::new({
-        let here = &RNG as *const _ as u64;
-        here ^ 0x9e37_79b9_7f4a_7c15
+        let on_stack = 0u8;
+        (std::ptr::from_ref(&on_stack) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1
     });
 }
 
