@@ -69,13 +69,12 @@ impl Arena {
         if size > LARGE {
             return self.new_chunk(&mut c, size);
         }
-        if size > c.left || c.cur.is_none() {
-            let p = self.new_chunk(&mut c, CHUNK);
-            c.cur = Some(p);
-            c.left = CHUNK;
-        }
-        let Some(p) = c.cur else {
-            unreachable!("a chunk was just made current")
+        let p = match c.cur {
+            Some(p) if size <= c.left => p,
+            _ => {
+                c.left = CHUNK;
+                self.new_chunk(&mut c, CHUNK)
+            }
         };
         // SAFETY: `size <= left`, so the result and `p + size` stay inside the chunk
         // (or one past its end).

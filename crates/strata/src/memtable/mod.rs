@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtOrd};
 
 use parking_lot::RwLock;
 
-use self::skiplist::{NewEntry, Position, SkipList};
+use self::skiplist::{Position, SkipList};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
@@ -110,24 +110,19 @@ impl MemTable {
     /// Inserts a point entry. Inserting an internal key already present (a replayed
     /// record) changes nothing.
     pub fn add(&self, ks: u32, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        if self.map.insert(ks, key, crate::key::pack_trailer(seq, kind), value) {
-            self.note_added(seq, kind);
-        }
+        self.add_many(&[PointEntry {
+            ks,
+            key,
+            seq,
+            kind,
+            value,
+        }]);
     }
 
     /// Inserts point entries as [`add`](Self::add) would, faster for many: the skiplist
     /// searches of neighbouring entries run interleaved.
     pub fn add_many(&self, entries: &[PointEntry<'_>]) {
-        let items: Vec<NewEntry<'_>> = entries
-            .iter()
-            .map(|e| NewEntry {
-                ks: e.ks,
-                user_key: e.key,
-                trailer: crate::key::pack_trailer(e.seq, e.kind),
-                value: e.value,
-            })
-            .collect();
-        self.map.insert_many(&items, |i| {
+        self.map.insert_many(entries, |i| {
             if let Some(e) = entries.get(i) {
                 self.note_added(e.seq, e.kind);
             }
@@ -238,9 +233,9 @@ pub struct MemTableIter {
 }
 
 impl MemTableIter {
-    fn set(&mut self, e: Option<skiplist::Entry<'_>>) {
-        let ks = self.ks;
-        self.cur = e.filter(|e| e.ks() == ks).map(|e| e.position());
+    /// The position of `e` if it belongs to keyspace `ks`.
+    fn position_in(ks: u32, e: Option<skiplist::Entry<'_>>) -> Option<Position> {
+        e.filter(|e| e.ks() == ks).map(|e| e.position())
     }
 
     fn entry(&self) -> Option<skiplist::Entry<'_>> {
@@ -255,39 +250,35 @@ impl InternalIterator for MemTableIter {
         self.cur.is_some()
     }
     fn seek_to_first(&mut self) -> Result<()> {
-        let mem = self.mem.clone();
-        self.set(mem.map.seek_keyspace(self.ks));
+        self.cur = Self::position_in(self.ks, self.mem.map.seek_keyspace(self.ks));
         Ok(())
     }
     fn seek_to_last(&mut self) -> Result<()> {
-        let mem = self.mem.clone();
         let e = match self.ks.checked_add(1) {
-            Some(n) => mem.map.seek_back_keyspace(n),
-            None => mem.map.last(),
+            Some(n) => self.mem.map.seek_back_keyspace(n),
+            None => self.mem.map.last(),
         };
-        self.set(e);
+        self.cur = Self::position_in(self.ks, e);
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let mem = self.mem.clone();
-        self.set(mem.map.seek(self.ks, target, false));
+        self.cur = Self::position_in(self.ks, self.mem.map.seek(self.ks, target, false));
         Ok(())
     }
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let mem = self.mem.clone();
-        self.set(mem.map.seek_back(self.ks, target, true));
+        self.cur = Self::position_in(self.ks, self.mem.map.seek_back(self.ks, target, true));
         Ok(())
     }
     fn next(&mut self) -> Result<()> {
-        let mem = self.mem.clone();
-        let e = self.entry().and_then(|e| mem.map.next_entry(e));
-        self.set(e);
+        let e = self.entry().and_then(|e| self.mem.map.next_entry(e));
+        self.cur = Self::position_in(self.ks, e);
         Ok(())
     }
     fn prev(&mut self) -> Result<()> {
-        let mem = self.mem.clone();
-        let e = self.entry().and_then(|e| mem.map.seek_back(self.ks, e.key(), false));
-        self.set(e);
+        let e = self
+            .entry()
+            .and_then(|e| self.mem.map.seek_back(self.ks, e.key(), false));
+        self.cur = Self::position_in(self.ks, e);
         Ok(())
     }
     fn key(&self) -> &[u8] {

@@ -24,8 +24,9 @@ use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtOrd};
 
+use super::PointEntry;
 use super::arena::Arena;
-use crate::key::compare_internal;
+use crate::key::{compare_internal, pack_trailer};
 
 /// Tallest tower. With a branching factor of 4 this serves 4^16 entries before searches
 /// degrade, far beyond any memtable.
@@ -52,14 +53,6 @@ fn prefix_of(user_key: &[u8]) -> u64 {
 
 /// Entries whose searches [`SkipList::insert_many`] interleaves.
 const GROUP: usize = 32;
-
-/// An entry to insert.
-pub(crate) struct NewEntry<'a> {
-    pub(crate) ks: u32,
-    pub(crate) user_key: &'a [u8],
-    pub(crate) trailer: u64,
-    pub(crate) value: &'a [u8],
-}
 
 /// An insert in progress: its node, and its search for the splice.
 struct Search<'s> {
@@ -287,29 +280,13 @@ impl SkipList {
             .then_with(|| compare_internal(e.key(), p.ikey))
     }
 
-    /// Inserts (ks, internal key `user_key ++ trailer`) -> value. Returns false (and
-    /// changes nothing visible) if that exact internal key is already present.
-    pub(crate) fn insert(&self, ks: u32, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
-        let mut done = false;
-        self.insert_many(
-            &[NewEntry {
-                ks,
-                user_key,
-                trailer,
-                value,
-            }],
-            |_| done = true,
-        );
-        done
-    }
-
-    /// Inserts `items` as [`insert`](Self::insert) would, calling `inserted(i)` for each
-    /// one that was not already present.
+    /// Inserts `items`, calling `inserted(i)` for each one whose exact internal key was
+    /// not already present (a repeated one changes nothing visible).
     ///
     /// The searches of up to [`GROUP`] entries run interleaved, each step prefetching the
     /// node the next one compares: a search is a chain of dependent cache misses, and
     /// interleaving lets several chains wait on memory at once.
-    pub(crate) fn insert_many(&self, items: &[NewEntry<'_>], mut inserted: impl FnMut(usize)) {
+    pub(crate) fn insert_many(&self, items: &[PointEntry<'_>], mut inserted: impl FnMut(usize)) {
         for (c, chunk) in items.chunks(GROUP).enumerate() {
             let mut searches: Vec<Search<'_>> = chunk.iter().map(|e| self.new_node(e)).collect();
             let tallest = searches.iter().map(|s| s.height).max().unwrap_or(1);
@@ -356,9 +333,9 @@ impl SkipList {
     }
 
     /// Allocates and fills the node for `e` (unpublished) and starts its search.
-    fn new_node<'s>(&'s self, e: &NewEntry<'_>) -> Search<'s> {
+    fn new_node<'s>(&'s self, e: &PointEntry<'_>) -> Search<'s> {
         let height = random_height();
-        let key_len = e.user_key.len() + 8;
+        let key_len = e.key.len() + 8;
         let size = HEADER + height * 8 + key_len + e.value.len();
         let node = self.arena.alloc(size).cast::<Node>().as_ptr();
         // SAFETY: `size` fresh zeroed bytes, 8-aligned, owned by us until published:
@@ -369,11 +346,12 @@ impl SkipList {
                 key_len: key_len as u32,
                 value_len: e.value.len() as u32,
                 height: height as u32,
-                prefix: prefix_of(e.user_key),
+                prefix: prefix_of(e.key),
             });
             let k = tower(node).add(height).cast::<u8>().cast_mut();
-            ptr::copy_nonoverlapping(e.user_key.as_ptr(), k, e.user_key.len());
-            ptr::copy_nonoverlapping(e.trailer.to_be_bytes().as_ptr(), k.add(e.user_key.len()), 8);
+            let trailer = pack_trailer(e.seq, e.kind).to_be_bytes();
+            ptr::copy_nonoverlapping(e.key.as_ptr(), k, e.key.len());
+            ptr::copy_nonoverlapping(trailer.as_ptr(), k.add(e.key.len()), 8);
             ptr::copy_nonoverlapping(e.value.as_ptr(), k.add(key_len), e.value.len());
         }
         // SAFETY: just initialised; the arena keeps it for the list's lifetime 's.
@@ -523,9 +501,37 @@ impl SkipList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{ValueKind, internal_key, pack_trailer};
+    use crate::key::{ValueKind, internal_key};
     use std::collections::BTreeMap;
     use std::sync::Arc;
+
+    /// Inserts a put of `key` at `seq`; false if it was already there.
+    fn put(l: &SkipList, ks: u32, key: &[u8], seq: u64, value: &[u8]) -> bool {
+        let mut done = false;
+        let e = PointEntry {
+            ks,
+            key,
+            seq,
+            kind: ValueKind::Put,
+            value,
+        };
+        l.insert_many(&[e], |_| done = true);
+        done
+    }
+
+    /// Walks the whole list, checking each key is above the one before; the keys.
+    fn walk_ascending(l: &SkipList) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut e = l.first();
+        while let Some(x) = e {
+            if let Some(p) = keys.last() {
+                assert_eq!(compare_internal(p, x.key()), Ordering::Less);
+            }
+            keys.push(x.key().to_vec());
+            e = l.next_entry(x);
+        }
+        keys
+    }
 
     fn ik(k: &[u8], seq: u64) -> Vec<u8> {
         internal_key(k, seq, ValueKind::Put)
@@ -549,7 +555,7 @@ mod tests {
             };
             let seq = i + 1;
             let value = vec![(x >> 8) as u8; (x % 40) as usize];
-            assert!(l.insert(ks, &key, pack_trailer(seq, ValueKind::Put), &value));
+            assert!(put(&l, ks, &key, seq, &value));
             model.insert((ks, key, std::cmp::Reverse(seq)), value);
         }
         // A repeated insert is dropped.
@@ -558,7 +564,7 @@ mod tests {
             .next()
             .map(|(a, b)| (a.clone(), b.clone()))
             .unwrap_or_default();
-        assert!(!l.insert(ks, &k, pack_trailer(s.0, ValueKind::Put), b"other"));
+        assert!(!put(&l, ks, &k, s.0, b"other"));
         assert_eq!(l.len(), model.len());
 
         let mut forward = Vec::new();
@@ -588,7 +594,7 @@ mod tests {
         assert!(l.seek(3, b"", false).is_none());
         assert!(l.seek_back(0, b"", false).is_none());
         // Keyspace bounds include entries with an empty user key.
-        assert!(l.insert(1, b"", pack_trailer(9, ValueKind::Put), b"e"));
+        assert!(put(&l, 1, b"", 9, b"e"));
         assert_eq!(l.seek_keyspace(1).map(|e| e.key().to_vec()), Some(ik(b"", 9)));
         let end_of_0 = want.iter().rev().find(|w| w.0 == 0).map(|w| w.1.clone());
         assert_eq!(l.seek_back_keyspace(1).map(|e| e.key().to_vec()), end_of_0);
@@ -603,7 +609,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..20_000u64 {
                         let k = (i * 4 + t).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes();
-                        assert!(l.insert(1, &k, pack_trailer(i, ValueKind::Put), &k));
+                        assert!(put(&l, 1, &k, i, &k));
                     }
                 })
             })
@@ -612,19 +618,12 @@ mod tests {
             assert!(t.join().is_ok());
         }
         assert_eq!(l.len(), 80_000);
-        let mut n = 0;
-        let mut prev: Option<Vec<u8>> = None;
+        assert_eq!(walk_ascending(&l).len(), 80_000);
         let mut e = l.first();
         while let Some(x) = e {
-            if let Some(p) = &prev {
-                assert_eq!(compare_internal(p, x.key()), Ordering::Less);
-            }
             assert_eq!(&x.key()[..8], x.value());
-            prev = Some(x.key().to_vec());
-            n += 1;
             e = l.next_entry(x);
         }
-        assert_eq!(n, 80_000);
     }
 
     #[test]
@@ -638,7 +637,7 @@ mod tests {
                 let (l, published) = (l.clone(), published.clone());
                 sc.spawn(move || {
                     for i in 1..=30_000u64 {
-                        assert!(l.insert(t as u32, &key(t, i), pack_trailer(i, ValueKind::Put), b"v"));
+                        assert!(put(&l, t as u32, &key(t, i), i, b"v"));
                         published[t as usize].store(i, AtOrd::Release);
                     }
                 });
@@ -672,7 +671,7 @@ mod tests {
         let l = Arc::new(SkipList::new());
         for ks in 0..3u32 {
             for k in 0..2000u64 {
-                assert!(l.insert(ks, &k.to_be_bytes(), pack_trailer(1, ValueKind::Put), b"old"));
+                assert!(put(&l, ks, &k.to_be_bytes(), 1, b"old"));
             }
         }
         let stop = AtomicBool::new(false);
@@ -686,7 +685,7 @@ mod tests {
                         g = g.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         let ks = (g >> 62) as u32 % 3;
                         let k = (g >> 20) % 2000;
-                        l.insert(ks, &k.to_be_bytes(), pack_trailer(seq, ValueKind::Put), b"new");
+                        put(&l, ks, &k.to_be_bytes(), seq, b"new");
                         seq += 2;
                     }
                 });
@@ -725,65 +724,49 @@ mod tests {
 
     #[test]
     fn grouped_inserts_from_two_threads_report_exactly_the_new_entries() {
+        // Thread t's i-th key: 3,000 keys shared by both threads, plus (odd i) keys of
+        // thread 1's own; each key repeats within a thread's list too.
+        let key = |t: u64, i: u64| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes();
         let l = Arc::new(SkipList::new());
-        let reported: Vec<Vec<usize>> = std::thread::scope(|sc| {
+        let reported: usize = std::thread::scope(|sc| {
             let hs: Vec<_> = (0..2u64)
                 .map(|t| {
                     let l = l.clone();
                     sc.spawn(move || {
-                        // Both threads insert the same 3,000 keys (each appears twice in
-                        // its own list too), in different orders and groupings.
-                        let keys: Vec<[u8; 8]> = (0..6000u64)
-                            .map(|i| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes())
-                            .collect();
-                        let keys: Vec<[u8; 8]> = if t == 0 { keys } else { keys.into_iter().rev().collect() };
-                        let mut got = Vec::new();
+                        let mut keys: Vec<[u8; 8]> = (0..6000u64).map(|i| key(t, i)).collect();
+                        if t == 1 {
+                            keys.reverse();
+                        }
+                        let mut reported = 0;
+                        // Different orders and groupings in the two threads.
                         for run in keys.chunks(1 + t as usize * 37 + 13) {
-                            let items: Vec<NewEntry<'_>> = run
+                            let items: Vec<PointEntry<'_>> = run
                                 .iter()
-                                .map(|k| NewEntry {
+                                .map(|k| PointEntry {
                                     ks: 1,
-                                    user_key: k,
-                                    trailer: pack_trailer(5, ValueKind::Put),
+                                    key: k,
+                                    seq: 5,
+                                    kind: ValueKind::Put,
                                     value: k,
                                 })
                                 .collect();
-                            let base = got.len();
                             let mut mine = Vec::new();
                             l.insert_many(&items, |i| mine.push(i));
                             assert!(mine.windows(2).all(|w| w[0] < w[1]) && mine.iter().all(|&i| i < run.len()));
-                            got.extend(mine.into_iter().map(|i| base + i));
+                            reported += mine.len();
                         }
-                        got
+                        reported
                     })
                 })
                 .collect();
-            hs.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+            hs.into_iter().map(|h| h.join().unwrap_or_default()).sum()
         });
-        let distinct = {
-            let mut all: Vec<[u8; 8]> = (0..6000u64)
-                .flat_map(|i| {
-                    [0u64, 1].map(|t| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes())
-                })
-                .collect();
-            all.sort_unstable();
-            all.dedup();
-            all.len()
-        };
+        let mut all: Vec<[u8; 8]> = (0..2u64).flat_map(|t| (0..6000u64).map(move |i| key(t, i))).collect();
+        all.sort_unstable();
+        all.dedup();
         // Every distinct key went in exactly once, and was reported exactly once.
-        assert_eq!(l.len(), distinct);
-        assert_eq!(reported.iter().map(Vec::len).sum::<usize>(), distinct);
-        let mut n = 0;
-        let mut prev: Option<Vec<u8>> = None;
-        let mut e = l.first();
-        while let Some(x) = e {
-            if let Some(p) = &prev {
-                assert_eq!(compare_internal(p, x.key()), Ordering::Less);
-            }
-            prev = Some(x.key().to_vec());
-            n += 1;
-            e = l.next_entry(x);
-        }
-        assert_eq!(n, distinct);
+        assert_eq!(l.len(), all.len());
+        assert_eq!(reported, all.len());
+        assert_eq!(walk_ascending(&l).len(), all.len());
     }
 }
