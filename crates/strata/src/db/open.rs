@@ -261,14 +261,16 @@ fn replay_wal(
             if end <= flushed_seq {
                 continue; // already in SSTables
             }
-            let version = vs.current();
-            for (seq, op) in batch.ops_with_seq(base).flatten() {
-                // Operations on keyspaces dropped since are skipped.
-                let ks = op.keyspace();
-                if version.keyspace(ks).is_some() {
-                    super::write::apply_op(&mem, op, seq);
-                }
+            if let Some(Err(reason)) = batch.ops_with_seq(base).find(|op| op.is_err()) {
+                return Err(Error::corruption(
+                    &path,
+                    offset,
+                    format!("bad batch in WAL record: {reason}"),
+                ));
             }
+            let version = vs.current();
+            // Operations on keyspaces dropped since are skipped.
+            super::write::insert_batch(&mem, &batch, base, |ks| version.keyspace(ks).is_some());
             mem.note_seq(end);
             last_seq = last_seq.max(end);
             maybe_flush(vs, ctx, &mut mem, opts, registry)?;

@@ -364,12 +364,26 @@ impl DbInner {
 
 /// Inserts a batch whose first operation has seqno `base`.
 pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, counters: &super::stats::Counters) {
+    let bytes = insert_batch(mem, batch, base, |_| true);
+    mem.note_seq(base + batch.seq_count().saturating_sub(1));
+    Counters::add(&counters.user_bytes, bytes);
+    Counters::add(&counters.user_ops, batch.len() as u64);
+}
+
+/// Point entries of a batch handed to the memtable at once.
+const POINT_RUN: usize = 64;
+
+/// Inserts the operations of `batch` (seqnos from `base`) on keyspaces `keep` accepts;
+/// returns the user bytes they carried. Point entries go in together, in bounded runs,
+/// so their skiplist searches interleave. The batch was validated before (at write, or
+/// by recovery), so undecodable operations cannot occur here.
+pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, keep: impl Fn(u32) -> bool) -> u64 {
     let mut bytes = 0u64;
-    let mut last = base;
-    // Point entries go in together (their skiplist searches interleave), in bounded runs.
     let mut points: Vec<PointEntry<'_>> = Vec::with_capacity(batch.len().min(POINT_RUN));
     for (seq, op) in batch.ops_with_seq(base).flatten() {
-        last = seq;
+        if !keep(op.keyspace()) {
+            continue;
+        }
         let (ks, key, seq, kind, value) = match op {
             BatchOp::Put { keyspace, key, value } => (keyspace, key, seq, ValueKind::Put, value),
             BatchOp::Delete { keyspace, key } => (keyspace, key, seq, ValueKind::Delete, &[][..]),
@@ -379,8 +393,9 @@ pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, count
                 key,
                 seq: target,
             } => (keyspace, key, target, ValueKind::DeferredDelete, &[][..]),
-            BatchOp::DeleteRange { .. } => {
-                bytes += apply_op(mem, op, seq);
+            BatchOp::DeleteRange { keyspace, start, end } => {
+                mem.add_range_delete(keyspace, start, end, seq);
+                bytes += (start.len() + end.len()) as u64;
                 continue;
             }
         };
@@ -398,36 +413,5 @@ pub(crate) fn apply_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, count
         }
     }
     mem.add_many(&points);
-    mem.note_seq(last);
-    Counters::add(&counters.user_bytes, bytes);
-    Counters::add(&counters.user_ops, batch.len() as u64);
-}
-
-/// Point entries of a batch handed to the memtable at once.
-const POINT_RUN: usize = 64;
-
-/// Inserts one operation at `seq`; returns the user bytes it carried.
-pub(crate) fn apply_op(mem: &MemTable, op: BatchOp<'_>, seq: SeqNo) -> u64 {
-    match op {
-        BatchOp::Put { keyspace, key, value } => {
-            mem.add(keyspace, key, seq, ValueKind::Put, value);
-            (key.len() + value.len()) as u64
-        }
-        BatchOp::Delete { keyspace, key } => {
-            mem.add(keyspace, key, seq, ValueKind::Delete, &[]);
-            key.len() as u64
-        }
-        BatchOp::DeferredDelete {
-            keyspace,
-            key,
-            seq: target,
-        } => {
-            mem.add(keyspace, key, target, ValueKind::DeferredDelete, &[]);
-            key.len() as u64
-        }
-        BatchOp::DeleteRange { keyspace, start, end } => {
-            mem.add_range_delete(keyspace, start, end, seq);
-            (start.len() + end.len()) as u64
-        }
-    }
+    bytes
 }
