@@ -47,24 +47,62 @@ impl DbInner {
     pub fn get_in_memtables(&self, ks: u32, key: &[u8]) -> Option<Option<(SeqNo, Vec<u8>)>> {
         let sv = self.current();
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
-        let mut rt_seq: Option<SeqNo> = None;
-        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            if let Some(s) = m.covering_range_delete(ks, key, snapshot) {
-                rt_seq = Some(rt_seq.map_or(s, |r| r.max(s)));
+        let m = MemLookup::new(&sv, ks, key, snapshot);
+        // A range tombstone in a memtable is newer than anything in older memtables and
+        // on disk: it decides too.
+        (m.decided || m.rt_seq.is_some()).then(|| m.visible())
+    }
+}
+
+/// What the memtables (newest first) say about one key at a snapshot.
+struct MemLookup {
+    /// Newest entry found (a deferred delete does not end the search).
+    best: Option<Found>,
+    /// A put or delete was found: older memtables and the disk cannot matter.
+    decided: bool,
+    /// Newest range tombstone covering the key.
+    rt_seq: Option<SeqNo>,
+}
+
+impl MemLookup {
+    fn new(sv: &SuperVersion, ks: u32, key: &[u8], snapshot: SeqNo) -> Self {
+        let mut m = MemLookup {
+            best: None,
+            decided: false,
+            rt_seq: None,
+        };
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if let Some(s) = mem.covering_range_delete(ks, key, snapshot) {
+                m.rt_seq = Some(m.rt_seq.map_or(s, |r| r.max(s)));
             }
-            match m.get(ks, key, snapshot) {
-                Some((seq, ValueKind::Put, v)) => {
-                    return Some(rt_seq.is_none_or(|r| r <= seq).then_some((seq, v)));
-                }
-                Some((_, ValueKind::Delete, _)) => return Some(None),
-                _ => {}
-            }
-            if rt_seq.is_some() {
-                return Some(None);
+            if consider(mem.get(ks, key, snapshot), &mut m.best) {
+                m.decided = true;
+                break;
             }
         }
-        None
+        m
     }
+
+    /// The visible value once every source has been searched.
+    fn visible(self) -> Option<(SeqNo, Vec<u8>)> {
+        match self.best {
+            Some(b) if b.kind == ValueKind::Put && self.rt_seq.is_none_or(|r| r <= b.seq) => Some((b.seq, b.value)),
+            _ => None,
+        }
+    }
+}
+
+/// Keeps `e` in `best` if it is newer; true if it decides the key (anything but a
+/// deferred delete).
+fn consider(e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>) -> bool {
+    let Some((seq, kind, value)) = e else { return false };
+    let newer = best
+        .as_ref()
+        .is_none_or(|b| pack_trailer(seq, kind) > pack_trailer(b.seq, b.kind));
+    if newer {
+        *best = Some(Found { seq, kind, value });
+    }
+    kind != ValueKind::DeferredDelete
 }
 
 pub(crate) fn get_in(
@@ -77,18 +115,7 @@ pub(crate) fn get_in(
     let Some(tree) = sv.version.keyspace(ks) else {
         return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
     };
-    let mut best: Option<Found> = None;
-    let mut rt_seq: Option<SeqNo> = None;
-    let consider = |e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>| -> bool {
-        let Some((seq, kind, value)) = e else { return false };
-        let newer = best
-            .as_ref()
-            .is_none_or(|b| pack_trailer(seq, kind) > pack_trailer(b.seq, b.kind));
-        if newer {
-            *best = Some(Found { seq, kind, value });
-        }
-        kind != ValueKind::DeferredDelete
-    };
+    let mut m = MemLookup::new(sv, ks, key, snapshot);
     let note_rts = |ts: &[RangeTombstone], rt_seq: &mut Option<SeqNo>| {
         for t in ts {
             if t.seq <= snapshot && t.contains(key) {
@@ -96,37 +123,23 @@ pub(crate) fn get_in(
             }
         }
     };
-    let mems = std::iter::once(&sv.mem).chain(sv.imm.iter());
-    let mut done = false;
-    for m in mems {
-        if let Some(s) = m.covering_range_delete(ks, key, snapshot) {
-            rt_seq = Some(rt_seq.map_or(s, |r| r.max(s)));
-        }
-        if consider(m.get(ks, key, snapshot), &mut best) {
-            done = true;
-            break;
-        }
-    }
-    if !done {
+    if !m.decided {
         'levels: for level in &tree.levels {
             for run in &level.runs {
                 for f in run.files_for(key) {
                     let t = table_cache.get(f.number())?;
-                    note_rts(t.range_tombstones(), &mut rt_seq);
+                    note_rts(t.range_tombstones(), &mut m.rt_seq);
                     if f.meta.min_seq > snapshot {
                         continue;
                     }
-                    if consider(t.get(key, snapshot)?, &mut best) {
+                    if consider(t.get(key, snapshot)?, &mut m.best) {
                         break 'levels;
                     }
                 }
             }
         }
     }
-    Ok(match best {
-        Some(b) if b.kind == ValueKind::Put && rt_seq.is_none_or(|r| r <= b.seq) => Some((b.seq, b.value)),
-        _ => None,
-    })
+    Ok(m.visible())
 }
 
 /// A visible entry: user key, the seqno of the version, value.

@@ -148,7 +148,6 @@ impl Ctx<'_> {
         &self.rt.layout
     }
 
-    /// The current row under `pk`, seen through this transaction's own writes.
     /// The current row under `pk` if this transaction or the memtables hold it (no
     /// I/O) and the table's indexes are being read, for blind writes to purge its
     /// secondary entries at commit.
@@ -168,6 +167,7 @@ impl Ctx<'_> {
         }
     }
 
+    /// The current row under `pk`, seen through this transaction's own writes.
     fn read(&self, pk: &[u8]) -> Result<Option<Row>> {
         if let Some(r) = self.overlay.get(pk) {
             return Ok(r.clone());
