@@ -315,3 +315,33 @@ fn missing_sstable_is_reported_with_its_name() {
     let e = read_everything(dir.path()).expect_err("a missing table must be reported");
     assert_names_file(&e, &sst, "missing table");
 }
+
+/// A WAL record whose checksum is right but whose batch does not decode (an unknown
+/// operation) fails recovery naming the log and offset (`WriteBatch::decode_record`
+/// checks every operation), instead of its operations being skipped.
+#[test]
+fn wal_record_with_an_undecodable_batch_is_reported() {
+    use strata::fs::{FileSystem, RealFs};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    db.close().expect("close");
+    let newest = files_with(dir.path(), |n| n.ends_with(".wal"))
+        .iter()
+        .filter_map(|p| file_name(p).trim_end_matches(".wal").parse::<u64>().ok())
+        .max()
+        .expect("a WAL");
+    let bad = dir.path().join(strata::wal::log_file_name(newest + 1));
+    let mut payload = Vec::new();
+    strata::codec::put_u64(&mut payload, 1_000); // base seqno, past everything written
+    strata::codec::put_u32(&mut payload, 1); // one operation
+    payload.extend_from_slice(&[0x7f, 0x00, 0x01, b'k']); // tag 0x7f does not exist
+    let mut w = strata::wal::Writer::new(RealFs.create(&bad).expect("create"));
+    w.add_record(&payload).expect("append");
+    w.sync().expect("sync");
+    drop(w);
+    let e = Db::open(dir.path(), options()).expect_err("an undecodable batch is corruption");
+    assert!(e.is_corruption(), "expected corruption, got {e:?}");
+    assert_names_file(&e, &bad, "undecodable batch");
+    assert!(e.to_string().contains("unknown batch operation tag"), "{e}");
+}

@@ -261,13 +261,6 @@ fn replay_wal(
             if end <= flushed_seq {
                 continue; // already in SSTables
             }
-            if let Some(Err(reason)) = batch.ops_with_seq(base).find(|op| op.is_err()) {
-                return Err(Error::corruption(
-                    &path,
-                    offset,
-                    format!("bad batch in WAL record: {reason}"),
-                ));
-            }
             let version = vs.current();
             // Operations on keyspaces dropped since are skipped.
             super::write::insert_batch(&mem, &batch, base, |ks| version.keyspace(ks).is_some());

@@ -376,7 +376,8 @@ const POINT_RUN: usize = 64;
 /// Inserts the operations of `batch` (seqnos from `base`) on keyspaces `keep` accepts;
 /// returns the user bytes they carried. Point entries go in together, in bounded runs,
 /// so their skiplist searches interleave. The batch was validated before (at write, or
-/// by recovery), so undecodable operations cannot occur here.
+/// by `WriteBatch::decode_record` in recovery), so undecodable operations cannot occur
+/// here.
 pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, keep: impl Fn(u32) -> bool) -> u64 {
     let mut bytes = 0u64;
     let mut points: Vec<PointEntry<'_>> = Vec::with_capacity(batch.len().min(POINT_RUN));
