@@ -103,6 +103,8 @@ pub(crate) struct DbInner {
     /// Deferred deletes emitted per secondary keyspace since open.
     pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
     pub closed: AtomicBool,
+    /// Blind writes' old versions for the purge thread (`table::purge`).
+    pub purge: crate::table::purge::PurgeQueue,
     /// The directory lock; released at close even while handles live on.
     pub lock: Mutex<Option<std::fs::File>>,
 }
@@ -146,6 +148,12 @@ impl Db {
                 .map_err(|e| Error::io(&inner.dir, e))?;
             threads.push(h);
         }
+        let inner2 = inner.clone();
+        let h = std::thread::Builder::new()
+            .name("strata-purge".into())
+            .spawn(move || crate::table::purge::run(&inner2))
+            .map_err(|e| Error::io(&inner.dir, e))?;
+        threads.push(h);
         let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
         inner.bg_cv.notify_all();
         Ok(Db {
@@ -305,6 +313,7 @@ impl Db {
         }
         self.inner.bg_cv.notify_all();
         self.inner.queue_cv.notify_all();
+        self.inner.purge.wake();
         for h in self.threads.drain(..) {
             let _ = h.join();
         }

@@ -197,6 +197,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         ddl: RwLock::new(()),
         deferred_emitted: Mutex::new(BTreeMap::new()),
         closed: AtomicBool::new(false),
+        purge: crate::table::purge::PurgeQueue::new(),
         lock: Mutex::new(Some(lock)),
         opts,
     })

@@ -39,6 +39,7 @@ pub mod codec;
 mod deferred;
 mod eager;
 pub mod layout;
+pub(crate) mod purge;
 pub(crate) mod runtime;
 pub mod schema;
 pub mod select;
@@ -128,6 +129,12 @@ pub struct TableStats {
     /// Blind writes whose old row was still in a memtable: its changed secondary
     /// entries were deleted at commit, leaving nothing dirty.
     pub commit_purges: u64,
+    /// Blind writes whose old row was on disk, purged from the secondary indexes by the
+    /// purge thread shortly after commit (while the indexes were being read).
+    pub background_purges: u64,
+    /// Blind writes the purge thread had to give up (queue full, an old snapshot held
+    /// past its patience): compaction purges them.
+    pub purges_dropped: u64,
     /// Row versions awaiting cleanup from the secondary indexes: blind writes not yet
     /// matched by deferred deletes (an upper bound: a blind write of an absent row
     /// leaves nothing to clean).
@@ -150,6 +157,8 @@ impl std::fmt::Display for TableStats {
         writeln!(f, "  dirty hits skipped    {}", self.dirty_hits_skipped)?;
         writeln!(f, "  blind writes          {}", self.blind_writes)?;
         writeln!(f, "  purged at commit      {}", self.commit_purges)?;
+        writeln!(f, "  purged in background  {}", self.background_purges)?;
+        writeln!(f, "  purges dropped        {}", self.purges_dropped)?;
         writeln!(f, "  pending purges (est.) {}", self.pending_purges_estimate)?;
         if let Some(a) = self.oldest_pending_purge_age_micros {
             writeln!(f, "  oldest pending purge  {:.3} s", a as f64 / 1e6)?;
@@ -397,6 +406,8 @@ impl Table {
             statements: get(&c.statements),
             blind_writes: get(&c.blind_writes),
             commit_purges: get(&c.commit_purges),
+            background_purges: get(&c.background_purges),
+            purges_dropped: get(&c.purges_dropped),
             primary_lookups: get(&c.primary_lookups),
             primary_entries: entries_of(rt.layout.primary).0,
             ..Default::default()

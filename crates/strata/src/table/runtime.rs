@@ -100,6 +100,12 @@ pub struct TableCounters {
     /// Blind writes that found the old row in a memtable and purged its secondary
     /// entries at commit.
     pub commit_purges: AtomicU64,
+    /// Blind writes whose old row was on disk and whose changed secondary entries the
+    /// purge thread deleted after commit (`table::purge`).
+    pub background_purges: AtomicU64,
+    /// Blind writes handed to the purge thread but dropped (queue full, snapshot held
+    /// too long, error): compaction purges them.
+    pub purges_dropped: AtomicU64,
     /// Primary lookups made to validate secondary hits.
     pub primary_lookups: AtomicU64,
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use parking_lot::MutexGuard;
 
 use super::layout::{IndexLayout, Layout};
+use super::purge::{PurgeJob, PurgeRow};
 use super::runtime::{LockStripes, TableRuntime, add};
 use super::value::Value;
 use super::{Row, Table, deferred, eager};
@@ -135,10 +136,22 @@ fn pk_values(layout: &Layout, row: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// What a blind write knows of the row it replaces.
+enum Old {
+    /// Found without I/O (`None`: absent or deleted).
+    Known(Option<Row>),
+    /// Its newest version is on disk: the purge thread will read it.
+    OnDisk,
+    /// Nobody reads the indexes: do not look.
+    Unwanted,
+}
+
 struct Ctx<'a> {
     db: &'a Arc<DbInner>,
     rt: &'a TableRuntime,
     overlay: HashMap<Vec<u8>, Option<Row>>,
+    /// Blind writes whose old row is on disk, for the purge thread.
+    purge_later: Vec<PurgeRow>,
     unique_guards: Vec<MutexGuard<'a, ()>>,
     held_unique: Vec<usize>,
 }
@@ -148,23 +161,38 @@ impl Ctx<'_> {
         &self.rt.layout
     }
 
-    /// The current row under `pk` if this transaction or the memtables hold it (no
-    /// I/O) and the table's indexes are being read, for blind writes to purge its
-    /// secondary entries at commit.
-    fn read_in_memory(&self, pk: &[u8]) -> Result<Option<Row>> {
+    /// The old row under `pk` for a blind write to purge the secondary entries of:
+    /// known without I/O when this transaction or the memtables hold it; left to the
+    /// purge thread when it is on disk. Purging is worth it only while the table's
+    /// indexes are being read, so otherwise the write stays fully blind.
+    fn old_for_purge(&self, pk: &[u8]) -> Result<Old> {
         if let Some(r) = self.overlay.get(pk) {
-            return Ok(r.clone());
+            return Ok(Old::Known(r.clone()));
         }
         if !self.rt.state.purge_at_commit() {
-            return Ok(None);
+            return Ok(Old::Unwanted);
         }
-        match self.db.get_in_memtables(self.layout().primary, pk) {
+        Ok(match self.db.get_in_memtables(self.layout().primary, pk) {
             Some(Some((_, bytes))) => {
                 add(&self.rt.state.counters.commit_purges, 1);
-                Ok(Some(self.layout().decode(&bytes)?))
+                Old::Known(Some(self.layout().decode(&bytes)?))
             }
-            _ => Ok(None),
-        }
+            Some(None) => Old::Known(None),
+            None => Old::OnDisk,
+        })
+    }
+
+    /// The old row if known now; otherwise notes `pk` (and the row written) for the
+    /// purge thread when purging is wanted.
+    fn old_or_later(&mut self, pk: &[u8], new: Option<&Row>) -> Result<Option<Row>> {
+        Ok(match self.old_for_purge(pk)? {
+            Old::Known(r) => r,
+            Old::OnDisk => {
+                self.purge_later.push((pk.to_vec(), new.cloned()));
+                None
+            }
+            Old::Unwanted => None,
+        })
     }
 
     /// The current row under `pk`, seen through this transaction's own writes.
@@ -302,6 +330,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
         db,
         rt,
         overlay: HashMap::new(),
+        purge_later: Vec::new(),
         unique_guards: Vec::new(),
         held_unique: Vec::new(),
     };
@@ -334,7 +363,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 let bytes = layout.encode(row)?;
                 if blind {
                     add(&counters.blind_writes, 1);
-                    let old = cx.read_in_memory(&pk)?;
+                    let old = cx.old_or_later(&pk, Some(row))?;
                     deferred::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
@@ -346,7 +375,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             Stmt::Delete(_) => {
                 if blind {
                     add(&counters.blind_writes, 1);
-                    let old = cx.read_in_memory(&pk)?;
+                    let old = cx.old_or_later(&pk, None)?;
                     deferred::delete_row(&layout, &mut batch, &pk, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
@@ -390,8 +419,18 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
         }
         out.statements += 1;
     }
+    let seqs = batch.seq_count();
     out.seq = db.write(batch)?;
     add(&counters.statements, out.statements);
+    if !cx.purge_later.is_empty() {
+        db.purge.submit(PurgeJob {
+            table: layout.name.clone(),
+            primary: layout.primary,
+            state: rt.state.clone(),
+            base: out.seq + 1 - seqs,
+            rows: std::mem::take(&mut cx.purge_later),
+        });
+    }
     Ok(Some(out))
 }
 

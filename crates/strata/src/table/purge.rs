@@ -1,0 +1,214 @@
+//! Background purge of dirty secondary entries while a deferred table is being read.
+//!
+//! A blind REPLACE or DELETE whose old row is on disk leaves that row's secondary entries
+//! dirty until a primary compaction drops the old version, which can be minutes away;
+//! every select meeting one pays a wasted primary lookup meanwhile. While the table's
+//! indexes are being read (the same gate as the purge at commit), such a write hands its
+//! primary key to the purge thread instead. The thread reads the old version off the
+//! write path and writes `DeferredDelete(old secondary key, old seqno)` for every index
+//! entry that changed, so reads meet a dirty entry only for the milliseconds a job waits
+//! here. The writer stays blind; the read is the one eager maintenance would have made,
+//! done later and without holding anyone up. Compaction still emits its own deferred
+//! deletes for these versions; the duplicates annihilate with the rest.
+//!
+//! Invariants:
+//! * A `DeferredDelete(k, s)` hides `Put(k, s)` from every snapshot at or after `s`, so
+//!   it is written only when no live snapshot lies in `[s, base)`, `base` being the
+//!   first seqno of the blind write's batch (snapshots in that range still see the old
+//!   row). New snapshots are never older than `base`, so the check cannot go stale; a
+//!   job held back by a snapshot is retried until the snapshot goes, for a while.
+//! * The old version is read at `base - 1`. If a compaction dropped it meanwhile, the
+//!   read finds nothing (or an older version that a live snapshot kept, which the
+//!   snapshot check then refuses), and the compaction's own deferred deletes cover it.
+//! * The deletes go into the memtable, newer than any run holding the puts they name
+//!   (the invariant `compaction::deferred` states for point lookups).
+//! * The queue is bounded and best effort: a job that does not fit, or whose snapshots
+//!   outlive [`RETRY_FOR`], is dropped and counted; compaction purges it as before.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
+
+use super::Row;
+use super::runtime::{TableRuntime, TableState, add};
+use crate::batch::WriteBatch;
+use crate::db::DbInner;
+use crate::error::Result;
+use crate::key::SeqNo;
+
+/// Jobs (one per committed transaction) the queue holds before dropping new ones.
+const QUEUE_JOBS: usize = 4096;
+/// Jobs taken per round (one write batch).
+const ROUND_JOBS: usize = 64;
+/// How long a job may wait for older snapshots to be released.
+pub(crate) const RETRY_FOR: Duration = Duration::from_secs(1);
+/// Idle wake-up period (the thread also checks for shutdown then).
+const IDLE: Duration = Duration::from_millis(100);
+
+/// A blind write to purge: the primary key and the row written (`None`: deleted).
+pub(crate) type PurgeRow = (Vec<u8>, Option<Row>);
+
+/// The old versions one blind transaction left dirty.
+pub(crate) struct PurgeJob {
+    /// Table name, and its primary keyspace (to tell a re-created table apart).
+    pub table: String,
+    pub primary: u32,
+    pub state: Arc<TableState>,
+    /// First seqno of the blind write's batch: the old versions are visible at `base - 1`.
+    pub base: SeqNo,
+    pub rows: Vec<PurgeRow>,
+}
+
+enum Msg {
+    Job(PurgeJob),
+    /// Shutdown or a test wants the thread to look now.
+    Wake,
+}
+
+/// The queue between committing writers and the purge thread.
+pub(crate) struct PurgeQueue {
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+}
+
+impl PurgeQueue {
+    pub fn new() -> Self {
+        let (tx, rx) = bounded(QUEUE_JOBS);
+        PurgeQueue { tx, rx }
+    }
+
+    /// Hands a job over without blocking; a full queue drops it (and counts it).
+    pub fn submit(&self, job: PurgeJob) {
+        if let Err(TrySendError::Full(Msg::Job(j)) | TrySendError::Disconnected(Msg::Job(j))) =
+            self.tx.try_send(Msg::Job(job))
+        {
+            add(&j.state.counters.purges_dropped, j.rows.len() as u64);
+        }
+    }
+
+    /// Makes the thread look at the shutdown flag now.
+    pub fn wake(&self) {
+        let _ = self.tx.try_send(Msg::Wake);
+    }
+}
+
+/// The purge thread's loop; returns when the database closes.
+pub(crate) fn run(db: &Arc<DbInner>) {
+    let mut waiting: VecDeque<(PurgeJob, Instant)> = VecDeque::new();
+    loop {
+        if db.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // Jobs held back by a snapshot are retried soon; otherwise sleep until work.
+        let timeout = if waiting.is_empty() {
+            IDLE
+        } else {
+            Duration::from_millis(2)
+        };
+        let mut fresh = Vec::new();
+        match db.purge.rx.recv_timeout(timeout) {
+            Ok(Msg::Job(j)) => fresh.push(j),
+            Ok(Msg::Wake) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        while fresh.len() < ROUND_JOBS {
+            match db.purge.rx.try_recv() {
+                Ok(Msg::Job(j)) => fresh.push(j),
+                Ok(Msg::Wake) => {}
+                Err(_) => break,
+            }
+        }
+        if db.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let now = Instant::now();
+        let mut round: Vec<(PurgeJob, Instant)> = waiting.drain(..).collect();
+        round.extend(fresh.into_iter().map(|j| (j, now)));
+        if round.is_empty() {
+            continue;
+        }
+        for (job, since) in purge_round(db, round) {
+            if since.elapsed() < RETRY_FOR {
+                waiting.push_back((job, since));
+            } else {
+                add(&job.state.counters.purges_dropped, job.rows.len() as u64);
+            }
+        }
+    }
+}
+
+/// Purges what it can of `round` in one write; returns the jobs (with only their
+/// remaining rows) that must wait for a snapshot.
+fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(PurgeJob, Instant)> {
+    // Shared like a table statement: index drops wait until the deletes are written.
+    let _ddl = db.ddl.read();
+    let catalog = db.catalog.read().clone();
+    let mut batch = WriteBatch::new();
+    let mut done: Vec<(Arc<TableState>, u64)> = Vec::new();
+    let mut later = Vec::new();
+    for (mut job, since) in round {
+        let rt = match catalog.tables.get(&job.table) {
+            Some(rt) if rt.layout.primary == job.primary => rt,
+            // Dropped (or dropped and created again): nothing of it to purge.
+            _ => continue,
+        };
+        match purge_job(db, rt, &job, &mut batch) {
+            Ok((purged, retry)) => {
+                done.push((job.state.clone(), purged));
+                if !retry.is_empty() {
+                    job.rows = retry;
+                    later.push((job, since));
+                }
+            }
+            Err(_) => add(&job.state.counters.purges_dropped, job.rows.len() as u64),
+        }
+    }
+    if batch.is_empty() {
+        return later;
+    }
+    match db.write(batch) {
+        Ok(_) => {
+            for (state, n) in done {
+                add(&state.counters.background_purges, n);
+            }
+        }
+        // Closing, or the database failed: the purge is best effort, compaction remains.
+        Err(_) => {
+            for (state, n) in done {
+                add(&state.counters.purges_dropped, n);
+            }
+        }
+    }
+    later
+}
+
+/// Adds the deferred deletes of one job's old versions to `batch`; returns how many
+/// versions it purged and the rows that must wait for a snapshot.
+fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteBatch) -> Result<(u64, Vec<PurgeRow>)> {
+    let layout = &rt.layout;
+    let mut purged = 0;
+    let mut retry = Vec::new();
+    for (pk, new) in &job.rows {
+        let Some((old_seq, bytes)) = db.get_versioned(layout.primary, pk, job.base.saturating_sub(1))? else {
+            continue; // absent before the write: nothing was left dirty
+        };
+        if db.snapshots.lock().range(old_seq..job.base).next().is_some() {
+            retry.push((pk.clone(), new.clone()));
+            continue;
+        }
+        let old = layout.decode(&bytes)?;
+        for ix in layout.indexes.iter().filter(|i| !i.building) {
+            let old_key = layout.secondary_key(ix, &old, pk);
+            // An unchanged entry was rewritten at the new seqno and shadows the old one.
+            if new.as_ref().is_some_and(|n| layout.secondary_key(ix, n, pk) == old_key) {
+                continue;
+            }
+            batch.deferred_delete(&ix.keyspace, &old_key, old_seq);
+        }
+        purged += 1;
+    }
+    Ok((purged, retry))
+}
