@@ -21,6 +21,8 @@ use crate::wal;
 
 /// Largest group a leader commits at once.
 const MAX_GROUP_BYTES: usize = 4 << 20;
+/// Followers' batches up to this many bytes in all are inserted by the leader.
+const LEADER_INSERTS_BYTES: usize = 16 << 10;
 
 pub(crate) enum Request {
     Batch(Arc<WriteBatch>),
@@ -188,27 +190,40 @@ impl DbInner {
         }
         drop(wal_guard);
         self.last_seq.store(seq, Ordering::Release);
-        let mut own = None;
-        {
-            let mut q = self.queue.lock();
-            for (wid, base, b) in ranges {
-                if wid == leader {
-                    own = Some((base, b));
-                } else {
-                    q.assigned.insert(wid, (base, sv.mem.clone()));
-                    q.inserting += 1;
+        // Small groups are inserted by the leader alone: waking each follower to insert
+        // its own batch costs a scheduling round trip on the group's critical path,
+        // more than inserting a few entries (it pays off for large batches only).
+        let followers_bytes: usize = ranges
+            .iter()
+            .filter(|(wid, ..)| *wid != leader)
+            .map(|(_, _, b)| b.size_bytes())
+            .sum();
+        if followers_bytes <= LEADER_INSERTS_BYTES {
+            for (_, base, b) in ranges {
+                apply_batch(&sv.mem, b, base, &self.counters);
+            }
+        } else {
+            let mut own = None;
+            {
+                let mut q = self.queue.lock();
+                for (wid, base, b) in ranges {
+                    if wid == leader {
+                        own = Some((base, b));
+                    } else {
+                        q.assigned.insert(wid, (base, sv.mem.clone()));
+                        q.inserting += 1;
+                    }
                 }
             }
+            self.queue_cv.notify_all();
+            if let Some((base, b)) = own {
+                apply_batch(&sv.mem, b, base, &self.counters);
+            }
+            let mut q = self.queue.lock();
+            while q.inserting > 0 {
+                self.queue_cv.wait(&mut q);
+            }
         }
-        self.queue_cv.notify_all();
-        if let Some((base, b)) = own {
-            apply_batch(&sv.mem, b, base, &self.counters);
-        }
-        let mut q = self.queue.lock();
-        while q.inserting > 0 {
-            self.queue_cv.wait(&mut q);
-        }
-        drop(q);
         self.visible_seq.store(seq, Ordering::Release);
         Ok(out)
     }
