@@ -42,9 +42,11 @@ use crate::key::SeqNo;
 /// Jobs (one per committed transaction) the queue holds before dropping new ones.
 const QUEUE_JOBS: usize = 4096;
 /// Jobs taken per round (one write batch).
-const ROUND_JOBS: usize = 64;
+const ROUND_JOBS: usize = 256;
 /// How long a job may wait for older snapshots to be released.
 pub(crate) const RETRY_FOR: Duration = Duration::from_secs(1);
+/// How long a round waits for more jobs after its first.
+const GATHER: Duration = Duration::from_millis(5);
 /// Idle wake-up period (the thread also checks for shutdown then).
 const IDLE: Duration = Duration::from_millis(100);
 
@@ -114,10 +116,13 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             Ok(Msg::Wake) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        while fresh.len() < ROUND_JOBS {
-            match db.purge.rx.try_recv() {
+        // Gather for a moment: one write per round, and rounds of many jobs, keep the
+        // purge from crowding the foreground writers' queue.
+        let gather_until = Instant::now() + GATHER;
+        while fresh.len() < ROUND_JOBS && !fresh.is_empty() {
+            match db.purge.rx.recv_deadline(gather_until) {
                 Ok(Msg::Job(j)) => fresh.push(j),
-                Ok(Msg::Wake) => {}
+                Ok(Msg::Wake) => break,
                 Err(_) => break,
             }
         }
