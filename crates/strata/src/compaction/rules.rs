@@ -13,6 +13,8 @@
 //!           Del@30 keep (newest in 1) | Put@10 keep (newest in 0)
 //! ```
 //!
+//! 0. **Copies**: an entry identical to the previous one (same key, seqno and kind, from
+//!    another input) is dropped silently; deferred deletes can arrive twice.
 //! 1. **Shadowed**: an entry older than a kept entry of the same stripe is dropped.
 //!    A dropped `Put` is reported to the caller (deferred index maintenance turns it into
 //!    secondary deletes). Shadowed *tombstones* are kept until the bottommost level in
@@ -53,6 +55,8 @@ pub struct DropRules {
     cur_key: Vec<u8>,
     has_key: bool,
     last_stripe: Option<usize>,
+    /// Seqno and kind of the previous entry of `cur_key`.
+    last_entry: Option<(SeqNo, ValueKind)>,
 }
 
 impl DropRules {
@@ -72,6 +76,7 @@ impl DropRules {
             cur_key: Vec::new(),
             has_key: false,
             last_stripe: None,
+            last_entry: None,
         }
     }
 
@@ -92,6 +97,12 @@ impl DropRules {
             self.cur_key.extend_from_slice(p.user_key);
             self.has_key = true;
             self.last_stripe = None;
+            self.last_entry = None;
+        }
+        // The same entry from two inputs (a deferred delete written by the purge thread
+        // and again by a primary compaction): one copy is the entry, the other nothing.
+        if self.last_entry.replace((p.seq, p.kind)) == Some((p.seq, p.kind)) {
+            return Decision::DropTombstone;
         }
         let stripe = self.stripe(p.seq);
         let is_put = p.kind == ValueKind::Put;
@@ -158,6 +169,24 @@ mod tests {
         let mut r = DropRules::new(vec![], false, true, vec![]);
         assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::Keep);
         assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
+    }
+
+    #[test]
+    fn an_entry_met_twice_is_written_once() {
+        // Above the bottom, shadowed tombstones are kept; an identical copy is not one.
+        let mut r = DropRules::new(vec![], false, true, vec![]);
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::DeferredDelete)), Decision::Keep);
+        assert_eq!(
+            r.decide(&p(b"k", 7, ValueKind::DeferredDelete)),
+            Decision::DropTombstone
+        );
+        assert_eq!(r.decide(&p(b"k", 7, ValueKind::Put)), Decision::DropPut);
+        assert_eq!(r.decide(&p(b"k", 5, ValueKind::DeferredDelete)), Decision::Keep);
+        // A copied put is no dropped version to report.
+        let mut r = DropRules::new(vec![], false, false, vec![]);
+        assert_eq!(r.decide(&p(b"l", 3, ValueKind::Put)), Decision::Keep);
+        assert_eq!(r.decide(&p(b"l", 3, ValueKind::Put)), Decision::DropTombstone);
+        assert_eq!(r.decide(&p(b"m", 3, ValueKind::Put)), Decision::Keep);
     }
 
     #[test]
