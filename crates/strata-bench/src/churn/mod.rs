@@ -74,6 +74,11 @@ pub struct ChurnArgs {
     /// Deferred side: compact files whose tombstones reach this share of entries (0 = off).
     #[arg(long, default_value_t = 0.25)]
     density_trigger: f64,
+    /// Give the eager side the deferred side's delete-aware compaction settings too, so
+    /// that the comparison isolates index maintenance from FADE's own cost (by default
+    /// eager runs without them, the classic engine).
+    #[arg(long)]
+    eager_same_deletes: bool,
     /// Block cache bytes per database.
     #[arg(long, default_value_t = 64 << 20)]
     cache_size: usize,
@@ -172,13 +177,14 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     );
     println!(
         "  engine: micro paper settings (memtable 128 MiB, T 3.5, K 2, bloom 5 %, 8 KiB pages, 2 background \
-         threads per database), cache {} bytes each, {}; deferred: {deferred_settings}",
+         threads per database), cache {} bytes each, {}; deferred{}: {deferred_settings}",
         thousands(a.cache_size as u64),
         if a.direct_reads {
             "direct reads"
         } else {
             "page-cache reads"
-        }
+        },
+        if a.eager_same_deletes { " and eager" } else { "" }
     );
     if a.quick {
         println!("  NOTE: --quick is a smoke run, not the benchmark's setting");
@@ -195,7 +201,8 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
         std::fs::create_dir_all(&dir)?;
         Side::open(&dir, mode, side::options(settings, d))
     };
-    let mut sides = vec![open("eager", None)?, open("deferred", Some(deletes))?];
+    let eager_deletes = a.eager_same_deletes.then_some(deletes);
+    let mut sides = vec![open("eager", eager_deletes)?, open("deferred", Some(deletes))?];
     let preload_secs = load::preload(&mut sides, &workload)?;
     eprintln!(
         "preload: {} rows into each table in {preload_secs:.1} s (both tables at once)",
@@ -215,7 +222,12 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
             return Err(format!("{}: background error: {e}", side.mode).into());
         }
     }
-    let eager = ModeResult::new("eager", "micro paper settings".into(), sides[0].clean_bytes_per_row, es);
+    let eager_settings = if a.eager_same_deletes {
+        format!("micro paper settings, {deferred_settings}")
+    } else {
+        "micro paper settings".to_string()
+    };
+    let eager = ModeResult::new("eager", eager_settings, sides[0].clean_bytes_per_row, es);
     let deferred = ModeResult::new("deferred", deferred_settings, sides[1].clean_bytes_per_row, ds);
     let targets = report::targets(&eager, &deferred, deletes.persistence_secs);
     report::print_samples(&eager, &deferred);
