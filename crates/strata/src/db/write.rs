@@ -21,8 +21,9 @@ use crate::wal;
 
 /// Largest group a leader commits at once.
 const MAX_GROUP_BYTES: usize = 4 << 20;
-/// Followers' batches up to this many bytes in all are inserted by the leader.
-const LEADER_INSERTS_BYTES: usize = 16 << 10;
+/// Followers' batches up to this many bytes in all are inserted by the leader (a few
+/// small writes; a larger batch, such as the purge thread's, is inserted by its owner).
+const LEADER_INSERTS_BYTES: usize = 4 << 10;
 
 pub(crate) enum Request {
     Batch(Arc<WriteBatch>),
