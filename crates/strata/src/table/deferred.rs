@@ -15,7 +15,9 @@
 //! dirty entries for reads to skip; with no readers the writes stay blind (the purge
 //! would cost the writer and save nobody a read). A delete at the new version's seqno
 //! is right whatever the probe saw: at that seqno the row's only live entries are the
-//! new ones, and older snapshots do not see it.
+//! new ones, and older snapshots do not see it. When the old row is on disk, the
+//! commit hands it to the purge thread instead (`table::purge`), which reads it after
+//! the commit and writes deferred deletes for its changed entries.
 
 use super::layout::Layout;
 use super::value::Value;
