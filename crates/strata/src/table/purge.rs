@@ -130,12 +130,20 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             return;
         }
         let now = Instant::now();
-        let mut round: Vec<(PurgeJob, Instant)> = waiting.drain(..).collect();
+        // A held-back job is read again only once no snapshot older than its write is
+        // left (a cheap check, where reading its rows again is not).
+        let (mut round, held): (Vec<_>, Vec<_>) = {
+            let snaps = db.snapshots.lock();
+            waiting
+                .drain(..)
+                .partition(|(j, _)| snaps.range(..j.base).next().is_none())
+        };
         round.extend(fresh.into_iter().map(|j| (j, now)));
-        if round.is_empty() {
-            continue;
+        let mut retry = held;
+        if !round.is_empty() {
+            retry.extend(purge_round(db, round));
         }
-        for (job, since) in purge_round(db, round) {
+        for (job, since) in retry {
             if since.elapsed() < RETRY_FOR {
                 waiting.push_back((job, since));
             } else {
