@@ -22,12 +22,13 @@
 //!   snapshot check then refuses), and the compaction's own deferred deletes cover it.
 //! * The deletes go into the memtable, newer than any run holding the puts they name
 //!   (the invariant `compaction::deferred` states for point lookups).
-//! * The queue is bounded and best effort: a job that does not fit, or whose snapshots
-//!   outlive [`RETRY_FOR`], is dropped and counted; compaction purges it as before.
+//! * The queue is bounded, in jobs and in rows, and best effort: a job that does not
+//!   fit, or whose snapshots outlive [`RETRY_FOR`], is dropped and counted; compaction
+//!   purges it as before.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
@@ -36,11 +37,12 @@ use super::Row;
 use super::runtime::{TableRuntime, TableState, add};
 use crate::batch::WriteBatch;
 use crate::db::DbInner;
-use crate::error::Result;
 use crate::key::SeqNo;
 
 /// Jobs (one per committed transaction) the queue holds before dropping new ones.
 const QUEUE_JOBS: usize = 4096;
+/// Rows the queue holds before dropping new jobs (a job may carry a whole transaction).
+const QUEUE_ROWS: usize = 64 << 10;
 /// Jobs taken per round (one write batch).
 const ROUND_JOBS: usize = 256;
 /// How long a job may wait for older snapshots to be released.
@@ -74,21 +76,43 @@ enum Msg {
 pub(crate) struct PurgeQueue {
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
+    /// Rows of the jobs in the channel.
+    rows: AtomicUsize,
 }
 
 impl PurgeQueue {
     pub fn new() -> Self {
         let (tx, rx) = bounded(QUEUE_JOBS);
-        PurgeQueue { tx, rx }
+        PurgeQueue {
+            tx,
+            rx,
+            rows: AtomicUsize::new(0),
+        }
     }
 
     /// Hands a job over without blocking; a full queue drops it (and counts it).
     pub fn submit(&self, job: PurgeJob) {
+        let n = job.rows.len();
+        if self.rows.fetch_add(n, Ordering::Relaxed) + n > QUEUE_ROWS {
+            self.rows.fetch_sub(n, Ordering::Relaxed);
+            add(&job.state.counters.purges_dropped, n as u64);
+            return;
+        }
         if let Err(TrySendError::Full(Msg::Job(j)) | TrySendError::Disconnected(Msg::Job(j))) =
             self.tx.try_send(Msg::Job(job))
         {
-            add(&j.state.counters.purges_dropped, j.rows.len() as u64);
+            self.rows.fetch_sub(n, Ordering::Relaxed);
+            add(&j.state.counters.purges_dropped, n as u64);
         }
+    }
+
+    /// The next message, waiting until `deadline`; a job leaves the row count.
+    fn recv_deadline(&self, deadline: Instant) -> std::result::Result<Msg, RecvTimeoutError> {
+        let m = self.rx.recv_deadline(deadline)?;
+        if let Msg::Job(j) = &m {
+            self.rows.fetch_sub(j.rows.len(), Ordering::Relaxed);
+        }
+        Ok(m)
     }
 
     /// Makes the thread look at the shutdown flag now.
@@ -111,7 +135,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             Duration::from_millis(2)
         };
         let mut fresh = Vec::new();
-        match db.purge.rx.recv_timeout(timeout) {
+        match db.purge.recv_deadline(Instant::now() + timeout) {
             Ok(Msg::Job(j)) => fresh.push(j),
             Ok(Msg::Wake) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
@@ -120,7 +144,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         // purge from crowding the foreground writers' queue.
         let gather_until = Instant::now() + GATHER;
         while fresh.len() < ROUND_JOBS && !fresh.is_empty() {
-            match db.purge.rx.recv_deadline(gather_until) {
+            match db.purge.recv_deadline(gather_until) {
                 Ok(Msg::Job(j)) => fresh.push(j),
                 Ok(Msg::Wake) => break,
                 Err(_) => break,
@@ -168,15 +192,11 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
             // Dropped (or dropped and created again): nothing of it to purge.
             _ => continue,
         };
-        match purge_job(db, rt, &job, &mut batch) {
-            Ok((purged, retry)) => {
-                done.push((job.state.clone(), purged));
-                if !retry.is_empty() {
-                    job.rows = retry;
-                    later.push((job, since));
-                }
-            }
-            Err(_) => add(&job.state.counters.purges_dropped, job.rows.len() as u64),
+        let (purged, retry) = purge_job(db, rt, &job, &mut batch);
+        done.push((job.state.clone(), purged));
+        if !retry.is_empty() {
+            job.rows = retry;
+            later.push((job, since));
         }
     }
     if batch.is_empty() {
@@ -199,20 +219,31 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
 }
 
 /// Adds the deferred deletes of one job's old versions to `batch`; returns how many
-/// versions it purged and the rows that must wait for a snapshot.
-fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteBatch) -> Result<(u64, Vec<PurgeRow>)> {
+/// versions it purged and the rows that must wait for a snapshot. A row whose old
+/// version cannot be read or decoded is dropped (and counted); the foreground read of
+/// that key reports the error, and compaction purges what it can.
+fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteBatch) -> (u64, Vec<PurgeRow>) {
     let layout = &rt.layout;
-    let mut purged = 0;
+    let (mut purged, mut dropped) = (0, 0);
     let mut retry = Vec::new();
     for (pk, new) in &job.rows {
-        let Some((old_seq, bytes)) = db.get_versioned(layout.primary, pk, job.base.saturating_sub(1))? else {
-            continue; // absent before the write: nothing was left dirty
+        let old = match db.get_versioned(layout.primary, pk, job.base.saturating_sub(1)) {
+            Ok(Some(old)) => old,
+            Ok(None) => continue, // absent before the write: nothing was left dirty
+            Err(_) => {
+                dropped += 1;
+                continue;
+            }
         };
+        let (old_seq, bytes) = old;
         if db.snapshots.lock().range(old_seq..job.base).next().is_some() {
             retry.push((pk.clone(), new.clone()));
             continue;
         }
-        let old = layout.decode(&bytes)?;
+        let Ok(old) = layout.decode(&bytes) else {
+            dropped += 1;
+            continue;
+        };
         for ix in layout.indexes.iter().filter(|i| !i.building) {
             let old_key = layout.secondary_key(ix, &old, pk);
             // An unchanged entry was rewritten at the new seqno and shadows the old one.
@@ -223,5 +254,45 @@ fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteB
         }
         purged += 1;
     }
-    Ok((purged, retry))
+    add(&job.state.counters.purges_dropped, dropped);
+    (purged, retry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::runtime::get;
+
+    fn job(state: &Arc<TableState>, rows: usize) -> PurgeJob {
+        PurgeJob {
+            table: "t".into(),
+            primary: 1,
+            state: state.clone(),
+            base: 10,
+            rows: vec![(Vec::new(), None); rows],
+        }
+    }
+
+    #[test]
+    fn the_queue_bounds_rows_and_frees_them_as_jobs_leave() {
+        let q = PurgeQueue::new();
+        let state = Arc::new(TableState::new());
+        q.submit(job(&state, QUEUE_ROWS));
+        q.submit(job(&state, 1));
+        assert_eq!(
+            get(&state.counters.purges_dropped),
+            1,
+            "a job past the row bound is dropped"
+        );
+        let far = Instant::now() + Duration::from_secs(5);
+        assert!(matches!(q.recv_deadline(far), Ok(Msg::Job(j)) if j.rows.len() == QUEUE_ROWS));
+        q.submit(job(&state, 1));
+        assert_eq!(
+            get(&state.counters.purges_dropped),
+            1,
+            "room again once the big job left"
+        );
+        assert!(matches!(q.recv_deadline(far), Ok(Msg::Job(j)) if j.rows.len() == 1));
+        assert!(q.recv_deadline(Instant::now()).is_err());
+    }
 }

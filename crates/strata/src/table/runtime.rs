@@ -140,7 +140,7 @@ pub(crate) struct TableState {
 const PURGE_AT_COMMIT_AFTER_READS: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl TableState {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         TableState {
             counters: TableCounters::default(),
             seen: Mutex::new(HashMap::new()),
