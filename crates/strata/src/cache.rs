@@ -37,6 +37,7 @@ pub struct BlockCache {
     capacity: u64,
     hits: AtomicU64,
     misses: AtomicU64,
+    warmed: AtomicU64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -61,6 +62,7 @@ impl BlockCache {
             capacity,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            warmed: AtomicU64::new(0),
         }
     }
 
@@ -70,6 +72,31 @@ impl BlockCache {
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
+    }
+
+    /// The cached block at `offset` of file `file`, without counting the lookup or
+    /// making the block any less likely to be evicted.
+    pub fn peek(&self, file: u64, offset: u64) -> Option<Arc<Block>> {
+        self.inner.as_ref().and_then(|c| c.peek(&(file, offset)))
+    }
+
+    /// True when the block at `offset` of file `file` is cached (not counted, no effect
+    /// on eviction).
+    pub fn contains(&self, file: u64, offset: u64) -> bool {
+        self.inner.as_ref().is_some_and(|c| c.contains_key(&(file, offset)))
+    }
+
+    /// Caches a block no reader asked for yet (a compaction output block whose keys
+    /// were cached in its inputs), counting it.
+    pub fn warm(&self, file: u64, offset: u64, block: Arc<Block>) {
+        if let Some(c) = &self.inner {
+            self.warmed.fetch_add(1, Ordering::Relaxed);
+            c.insert((file, offset), block);
+            // A new block enters the cache's cold ring, where a compaction's worth of
+            // them would push one another out before any reader came; one reference
+            // lets it be promoted over the unreferenced (dead input) blocks instead.
+            let _ = c.get(&(file, offset));
+        }
     }
 
     /// Caches a block (a block larger than a cache shard is not admitted).
@@ -107,6 +134,11 @@ impl BlockCache {
     /// Lookups that did not.
     pub fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Blocks cached by [`warm`](Self::warm).
+    pub fn warmed(&self) -> u64 {
+        self.warmed.load(Ordering::Relaxed)
     }
 }
 

@@ -4,11 +4,13 @@
 use super::output::{JobContext, OutputWriter};
 use super::picker::CompactionTask;
 use super::rules::{Decision, DropRules};
+use super::warm::HotRanges;
 use crate::error::{Error, Result};
 use crate::iter::level::RunIter;
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
 use crate::key::{SeqNo, parse_internal_key};
+use crate::sstable::Fill;
 use crate::version::{NewFile, VersionEdit};
 
 /// What a finished compaction produced.
@@ -71,6 +73,7 @@ pub fn run_compaction(
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut range_dels = Vec::new();
     let mut oldest_tombstone: Option<u64> = None;
+    let mut tables = Vec::new();
     for input in &task.inputs {
         for f in &input.files {
             let t = ctx.table_cache.get(f.number())?;
@@ -80,8 +83,14 @@ pub fn run_compaction(
                 oldest_tombstone = Some(oldest_tombstone.map_or(tt, |o| o.min(tt)));
             }
             result.edit.deleted_files.push((task.keyspace, f.number()));
+            tables.push(t);
         }
-        children.push(Box::new(RunIter::new(input.files.clone(), ctx.table_cache.clone())));
+        // Inputs are about to be deleted: caching their blocks would evict hot ones.
+        children.push(Box::new(RunIter::with_fill(
+            input.files.clone(),
+            ctx.table_cache.clone(),
+            Fill::Bypass,
+        )));
     }
     result.oldest_input_time = oldest_tombstone;
     let mut rules = DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels);
@@ -92,6 +101,10 @@ pub fn run_compaction(
         output_run,
         rules.surviving_range_dels(),
     );
+    if let Some(cache) = ctx.table_cache.block_cache() {
+        out.warm_cache(HotRanges::of_inputs(tables.iter().map(|t| &**t), cache)?);
+    }
+    drop(tables);
     if let Some(t) = oldest_tombstone {
         out.note_tombstone_time(t);
     }

@@ -1,6 +1,7 @@
 //! Compaction: choosing what to merge ([`picker`]), the keep/drop rules of the merge
-//! ([`rules`]), running a merge ([`job`]) and writing its output ([`output`]).
-//! Flushes reuse the rules and the output writer.
+//! ([`rules`]), running a merge ([`job`]), writing its output ([`output`]) and keeping
+//! the block cache warm across it ([`warm`]). Flushes reuse the rules and the output
+//! writer.
 
 pub mod deferred;
 pub mod fade;
@@ -9,6 +10,7 @@ pub mod output;
 pub mod picker;
 pub mod rules;
 pub mod sorter;
+pub mod warm;
 
 pub use deferred::{DeferredDeleteCollector, DeferredRegistry, SecondaryKeys};
 pub use job::{DropSink, JobResult, NoSink, run_compaction};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::warm::{CacheWarmer, HotRanges};
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::fs::FileSystem;
@@ -50,6 +51,7 @@ pub struct OutputWriter {
     last_user_key: Vec<u8>,
     tombstone_time: Option<u64>,
     track_obligations: bool,
+    hot: Option<Arc<HotRanges>>,
     created: Vec<PathBuf>,
     /// Files finished so far.
     pub files: Vec<NewFile>,
@@ -71,6 +73,7 @@ impl OutputWriter {
             last_user_key: Vec::new(),
             tombstone_time: None,
             track_obligations: false,
+            hot: None,
             created: Vec::new(),
             files: Vec::new(),
             bytes_written: 0,
@@ -82,6 +85,13 @@ impl OutputWriter {
     /// may have overwritten a version whose secondary entries await a deferred delete).
     pub fn track_obligations(&mut self) {
         self.track_obligations = true;
+    }
+
+    /// Caches the output blocks that overlap `hot` as they are written.
+    pub fn warm_cache(&mut self, hot: HotRanges) {
+        if !hot.is_empty() {
+            self.hot = Some(Arc::new(hot));
+        }
     }
 
     /// Records that the output holds tombstones at least as old as `t`.
@@ -96,10 +106,11 @@ impl OutputWriter {
         self.created.push(path.clone());
         let mut opts = self.ctx.table_opts.clone();
         opts.created_at = self.ctx.clock.now_micros();
-        self.cur = Some(Current {
-            number,
-            builder: TableBuilder::new(file, path, opts),
-        });
+        let mut builder = TableBuilder::new(file, path, opts);
+        if let (Some(hot), Some(cache)) = (&self.hot, self.ctx.table_cache.block_cache()) {
+            builder.observe_data_blocks(Box::new(CacheWarmer::new(Arc::clone(cache), number, Arc::clone(hot))));
+        }
+        self.cur = Some(Current { number, builder });
         Ok(())
     }
 

@@ -563,6 +563,7 @@ impl DbInner {
             block_cache_capacity: self.block_cache.as_ref().map_or(0, |b| b.capacity_bytes()),
             block_cache_hits: self.block_cache.as_ref().map_or(0, |b| b.hits()),
             block_cache_misses: self.block_cache.as_ref().map_or(0, |b| b.misses()),
+            block_cache_warmed: self.block_cache.as_ref().map_or(0, |b| b.warmed()),
             open_tables: self.table_cache.len(),
             flush_running,
             compactions_running,

@@ -152,14 +152,17 @@ pub struct Stats {
     pub block_cache_usage: u64,
     /// Block cache capacity.
     pub block_cache_capacity: u64,
-    /// Data-block lookups served by the block cache since open (point reads, scans and
-    /// compaction inputs alike; 0 without a cache). With
+    /// Data-block lookups served by the block cache since open (point reads and scans;
+    /// compactions read their inputs past the cache; 0 without a cache). With
     /// [`block_cache_misses`](Self::block_cache_misses), the data blocks touched:
     /// their difference over a read-only phase divided by its lookups is the read
     /// amplification in blocks per lookup.
     pub block_cache_hits: u64,
     /// Data-block lookups that missed the block cache and read the file since open.
     pub block_cache_misses: u64,
+    /// Compaction output blocks cached as they were written because their keys were
+    /// cached in the compaction's inputs (see `compaction::warm`).
+    pub block_cache_warmed: u64,
     /// SSTables held open by the table cache (bounded by `Options::max_open_files`).
     pub open_tables: usize,
     /// Whether a memtable flush is running now.
@@ -231,8 +234,12 @@ impl std::fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "block cache          {} / {} bytes",
-            self.block_cache_usage, self.block_cache_capacity
+            "block cache          {} / {} bytes, {} hits, {} misses, {} warmed by compaction",
+            self.block_cache_usage,
+            self.block_cache_capacity,
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.block_cache_warmed
         )?;
         write!(f, "last seqno           {}", self.last_seq)?;
         if let Some(e) = &self.background_error {

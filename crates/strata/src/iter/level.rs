@@ -6,7 +6,7 @@ use super::InternalIterator;
 use crate::cache::TableCache;
 use crate::error::Result;
 use crate::key::user_key;
-use crate::sstable::TableIter;
+use crate::sstable::{Fill, TableIter};
 use crate::version::TableFile;
 
 /// Iterates a run's files in key order, opening each through the table cache.
@@ -15,16 +15,23 @@ pub struct RunIter {
     cache: Arc<TableCache>,
     idx: usize,
     cur: Option<TableIter>,
+    fill: Fill,
 }
 
 impl RunIter {
-    /// A cursor over `files` (sorted, disjoint).
+    /// A cursor over `files` (sorted, disjoint) for a foreground read.
     pub fn new(files: Vec<Arc<TableFile>>, cache: Arc<TableCache>) -> Self {
+        Self::with_fill(files, cache, Fill::Cache)
+    }
+
+    /// A cursor over `files` that uses the block cache as `fill` says.
+    pub fn with_fill(files: Vec<Arc<TableFile>>, cache: Arc<TableCache>, fill: Fill) -> Self {
         RunIter {
             files,
             cache,
             idx: 0,
             cur: None,
+            fill,
         }
     }
 
@@ -34,7 +41,7 @@ impl RunIter {
         match self.files.get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.number())?;
-                self.cur = Some(t.iter());
+                self.cur = Some(t.iter_with(self.fill));
                 Ok(true)
             }
             None => Ok(false),

@@ -49,6 +49,14 @@ impl Default for TableOptions {
     }
 }
 
+/// Sees each data block as it is written (compaction uses it to keep the block cache
+/// warm, see `compaction::warm`).
+pub trait DataBlockObserver: Send {
+    /// The block at `offset` holds user keys `first..=last`; `payload` is its
+    /// uncompressed contents, as a reader decodes them.
+    fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: &[u8]);
+}
+
 /// Statistics of the data block being filled.
 #[derive(Debug, Clone, Copy)]
 struct BlockStats {
@@ -70,6 +78,9 @@ pub struct TableBuilder {
     range_dels: Vec<RangeTombstone>,
     tombstone_time: Option<u64>,
     offset: u64,
+    observer: Option<Box<dyn DataBlockObserver>>,
+    /// User key of the first entry of the block being filled (only kept for `observer`).
+    block_first: Vec<u8>,
 }
 
 impl TableBuilder {
@@ -93,7 +104,14 @@ impl TableBuilder {
             path,
             opts,
             offset,
+            observer: None,
+            block_first: Vec::new(),
         }
+    }
+
+    /// Shows every data block written from now on to `observer`.
+    pub fn observe_data_blocks(&mut self, observer: Box<dyn DataBlockObserver>) {
+        self.observer = Some(observer);
     }
 
     /// Appends an entry. REQUIRES: `ikey` is a valid internal key greater than every key
@@ -132,6 +150,10 @@ impl TableBuilder {
         p.max_seq = p.max_seq.max(parsed.seq);
         p.raw_key_bytes += ikey.len() as u64;
         p.raw_value_bytes += value.len() as u64;
+        if self.block.is_none() && self.observer.is_some() {
+            self.block_first.clear();
+            self.block_first.extend_from_slice(parsed.user_key);
+        }
         let s = self.block.get_or_insert(BlockStats {
             min_seq: parsed.seq,
             max_seq: parsed.seq,
@@ -210,6 +232,9 @@ impl TableBuilder {
         let entries = self.data.num_entries() as u64;
         let raw = self.data.finish();
         let handle = self.write_block(&raw, self.opts.compression)?;
+        if let Some(o) = self.observer.as_mut() {
+            o.data_block(handle.offset, &self.block_first, user_key(&self.last_key), &raw);
+        }
         let fence = FenceValue {
             handle,
             min_seq: stats.min_seq,

@@ -50,12 +50,12 @@ mod reader;
 mod tests;
 
 pub use block::{Block, BlockIter};
-pub use builder::{TableBuilder, TableOptions};
+pub use builder::{DataBlockObserver, TableBuilder, TableOptions};
 pub use dump::dump;
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;
-pub use reader::{Table, TableIter};
+pub use reader::{Fill, Table, TableIter};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
 pub fn table_file_name(number: u64) -> String {

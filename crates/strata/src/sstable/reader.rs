@@ -23,6 +23,17 @@ use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
 
+/// How a read uses the block cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Look up, count the hit or miss, and cache blocks read from the file: foreground
+    /// reads, whose blocks are likely to be wanted again.
+    Cache,
+    /// Use a cached block without promoting it and cache nothing: compaction inputs,
+    /// which are about to be deleted and would only push hot blocks out.
+    Bypass,
+}
+
 /// An open, validated table.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -149,13 +160,17 @@ impl Table {
     }
 
     /// Reads a data block through the cache.
-    fn read_data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
-        if let Some(b) = self.cache.as_ref().and_then(|c| c.get(self.number, h.offset)) {
+    fn read_data_block(&self, h: BlockHandle, fill: Fill) -> Result<Arc<Block>> {
+        let cached = self.cache.as_ref().and_then(|c| match fill {
+            Fill::Cache => c.get(self.number, h.offset),
+            Fill::Bypass => c.peek(self.number, h.offset),
+        });
+        if let Some(b) = cached {
             return Ok(b);
         }
         let raw = read_payload(&*self.file, h, "data block")?;
         let block = Arc::new(Block::decode(raw).map_err(|e| corrupt(&self.path, h.offset, "data block", e))?);
-        if let Some(c) = &self.cache {
+        if let (Some(c), Fill::Cache) = (&self.cache, fill) {
             c.insert(self.number, h.offset, Arc::clone(&block));
         }
         Ok(block)
@@ -217,7 +232,7 @@ impl Table {
         if fence.min_seq > snapshot {
             return Ok(None);
         }
-        let block = self.read_data_block(fence.handle)?;
+        let block = self.read_data_block(fence.handle, Fill::Cache)?;
         let mut it = BlockIter::new(block, Arc::clone(&self.path), fence.handle.offset);
         it.seek(&target)?;
         if !it.valid() {
@@ -240,10 +255,17 @@ impl Table {
 
     /// An unpositioned iterator over all point entries.
     pub fn iter(self: &Arc<Self>) -> TableIter {
+        self.iter_with(Fill::Cache)
+    }
+
+    /// An unpositioned iterator over all point entries that reads through the block
+    /// cache as `fill` says.
+    pub fn iter_with(self: &Arc<Self>, fill: Fill) -> TableIter {
         TableIter {
             index: self.index_iter(),
             table: Arc::clone(self),
             data: None,
+            fill,
         }
     }
 
@@ -264,7 +286,11 @@ impl Table {
 
     /// An iterator over one data block (for tools).
     pub fn block_iter(&self, handle: BlockHandle) -> Result<BlockIter> {
-        let block = self.read_data_block(handle)?;
+        self.block_iter_with(handle, Fill::Cache)
+    }
+
+    fn block_iter_with(&self, handle: BlockHandle, fill: Fill) -> Result<BlockIter> {
+        let block = self.read_data_block(handle, fill)?;
         Ok(BlockIter::new(block, Arc::clone(&self.path), handle.offset))
     }
 
@@ -290,6 +316,7 @@ pub struct TableIter {
     table: Arc<Table>,
     index: BlockIter,
     data: Option<(u64, BlockIter)>,
+    fill: Fill,
 }
 
 impl TableIter {
@@ -306,7 +333,7 @@ impl TableIter {
         }
         // Cleared first so a failed load leaves the iterator invalid.
         self.data = None;
-        let it = self.table.block_iter(fence.handle)?;
+        let it = self.table.block_iter_with(fence.handle, self.fill)?;
         self.data = Some((fence.handle.offset, it));
         Ok(true)
     }
