@@ -234,7 +234,9 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     println!(
         "  (latencies p50/p99/max in microseconds; p99x = deferred p99 / eager p99; dirty/select and dirty% = \
               dirty entries skipped per select and share of entries met that were dirty, deferred; lookups/row = \
-              primary lookups per returned row; sec/live = secondary SSTable bytes / (live rows x clean bytes per row))"
+              primary lookups per returned row; sec/live = secondary SSTable bytes / (live rows x clean bytes per row); \
+              file blk/select = data blocks read from files (block cache misses) per select; compact MB = bytes \
+              compactions wrote in the second)"
     );
     report::print_summary(&[&eager, &deferred], &targets);
     let rep = JsonReport {

@@ -155,7 +155,7 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 /// The per-second table.
 pub fn print_samples(eager: &ModeResult, deferred: &ModeResult) {
     println!(
-        "{:>5} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6} {:>6} | {:>9} | {:>5} {:>5} | {:>5} {:>5}",
+        "{:>5} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6} {:>6} | {:>9} | {:>5} {:>5} | {:>9} | {:>7} | {:>5}",
         "t s",
         "eq eager p50/99/max",
         "eq defer p50/99/max",
@@ -168,16 +168,17 @@ pub fn print_samples(eager: &ModeResult, deferred: &ModeResult) {
         "lookups/",
         "sec/live",
         "",
-        "sel/s",
-        ""
+        "file blk/",
+        "compact",
+        "sel/s"
     );
     println!(
-        "{:>5} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6} {:>6} | {:>9} | {:>5} {:>5} | {:>5} {:>5}",
-        "", "us", "us", "", "us", "us", "", "select", "defer", "row e/d", "eager", "defer", "eager", "defer"
+        "{:>5} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6} {:>6} | {:>9} | {:>5} {:>5} | {:>9} | {:>7} | {:>5}",
+        "", "us", "us", "", "us", "us", "", "select", "defer", "row e/d", "eager", "defer", "select e/d", "MB e/d", ""
     );
     for (e, d) in eager.samples.iter().zip(&deferred.samples) {
         println!(
-            "{:>5.0} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6.2} {:>6} | {:>9} | {:>5.2} {:>5.2} | {:>5} {:>5}",
+            "{:>5.0} | {:>17} {:>17} {:>5} | {:>20} {:>20} {:>5} | {:>6.2} {:>6} | {:>9} | {:>5.2} {:>5.2} | {:>9} | {:>7} | {:>5}",
             d.t,
             us(&e.equality),
             us(&d.equality),
@@ -194,7 +195,12 @@ pub fn print_samples(eager: &ModeResult, deferred: &ModeResult) {
             ),
             e.secondary_over_live,
             d.secondary_over_live,
-            e.equality.count + e.range.count,
+            format!(
+                "{}/{}",
+                opt(e.file_blocks_per_select, |x| format!("{x:.1}")),
+                opt(d.file_blocks_per_select, |x| format!("{x:.1}"))
+            ),
+            format!("{}/{}", e.compaction_bytes >> 20, d.compaction_bytes >> 20),
             d.equality.count + d.range.count,
         );
     }

@@ -66,6 +66,10 @@ pub struct Counters {
     pub deferred_deletes: u64,
     /// Compactions.
     pub compactions: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes: u64,
+    /// Data blocks read from files (block cache misses), all readers of the database.
+    pub block_misses: u64,
 }
 
 /// What one reading of a side's stats gives besides the counters.
@@ -119,6 +123,8 @@ impl Side {
             blind_writes: t.blind_writes,
             deferred_deletes: t.deferred_deletes_emitted,
             compactions: s.compactions,
+            compaction_bytes: s.compaction_bytes_written,
+            block_misses: s.block_cache_misses,
         };
         let shape = Shape {
             secondary_bytes: t.indexes.iter().map(|i| i.bytes).sum(),

@@ -87,6 +87,11 @@ pub struct ModeSample {
     pub oldest_pending_purge_secs: Option<f64>,
     /// Compactions since the timed phase started.
     pub compactions: u64,
+    /// Bytes compactions wrote in this second.
+    pub compaction_bytes: u64,
+    /// Data blocks read from files (block cache misses) per select in this second, by
+    /// all the database's readers (selects, the light write load, the purge thread).
+    pub file_blocks_per_select: Option<f64>,
 }
 
 fn histogram() -> BenchResult<Histogram<u64>> {
@@ -263,6 +268,8 @@ fn sample(
             .saturating_sub((c.deferred_deletes - b.deferred_deletes) / indexes),
         oldest_pending_purge_secs: shape.oldest_pending_purge_secs,
         compactions: c.compactions - b.compactions,
+        compaction_bytes: c.compaction_bytes - prev.compaction_bytes,
+        file_blocks_per_select: per_row(c.block_misses - prev.block_misses, reads),
     };
     Ok((s, c))
 }

@@ -79,19 +79,36 @@ impl DeleteUrgency {
     }
 }
 
+/// What [`urgency`] needs to know about one file.
+#[derive(Debug, Clone, Copy)]
+pub struct FileDeletes {
+    /// Time of its oldest tombstone (caller's clock), if it holds any.
+    pub oldest_tombstone: Option<u64>,
+    /// Tombstones it holds.
+    pub tombstones: u64,
+    /// Entries it holds.
+    pub entries: u64,
+    /// Entries a compaction of it would rewrite (its own and those it merges with).
+    pub rewrite: u64,
+}
+
 /// How urgently a file at disk level `level` (of `levels` levels; both counted among
-/// the levels holding data, see [`held_rank`]) needs compaction for its deletes, given
-/// its oldest tombstone time, tombstone count and entry count.
-pub fn urgency(
-    opts: &Options,
-    now: u64,
-    level: usize,
-    levels: usize,
-    oldest_tombstone: Option<u64>,
-    tombstones: u64,
-    entries: u64,
-) -> Option<DeleteUrgency> {
+/// the levels holding data, see [`held_rank`]) needs compaction for its deletes.
+///
+/// The density trigger weighs the tombstones against the entries the compaction would
+/// rewrite, not against the file alone: a small flushed file that is half tombstones,
+/// merged into a level a thousand times its size, would rewrite the level to drop a few
+/// entries (and again after the next flush). Such a file waits for its deadline or the
+/// size triggers instead.
+pub fn urgency(opts: &Options, now: u64, level: usize, levels: usize, f: FileDeletes) -> Option<DeleteUrgency> {
+    let FileDeletes {
+        oldest_tombstone,
+        tombstones,
+        entries,
+        rewrite,
+    } = f;
     let density = tombstones as f64 / entries.max(1) as f64;
+    let merge_density = tombstones as f64 / rewrite.max(entries).max(1) as f64;
     if let (Some(d), Some(t)) = (opts.delete_persistence_threshold, oldest_tombstone) {
         let deadline = deadline_micros(d, opts.size_ratio, level + 1, levels + 1);
         let age = now.saturating_sub(t);
@@ -100,7 +117,7 @@ pub fn urgency(
         }
     }
     match opts.tombstone_density_trigger {
-        Some(trigger) if tombstones > 0 && density >= trigger => Some(DeleteUrgency::Dense(density)),
+        Some(trigger) if tombstones > 0 && merge_density >= trigger => Some(DeleteUrgency::Dense(merge_density)),
         _ => None,
     }
 }
@@ -151,6 +168,15 @@ mod tests {
         assert!((l0 as f64 - 100e6 * 11.0 / 111.0).abs() < 10.0, "{l0}");
     }
 
+    fn file(oldest_tombstone: Option<u64>, tombstones: u64, entries: u64, rewrite: u64) -> FileDeletes {
+        FileDeletes {
+            oldest_tombstone,
+            tombstones,
+            entries,
+            rewrite,
+        }
+    }
+
     #[test]
     fn urgency_orders_expired_before_dense() {
         let opts = Options {
@@ -161,12 +187,17 @@ mod tests {
         };
         let now = 1_000_000_000;
         // Last of two levels: deadline is the whole threshold.
-        let fresh = urgency(&opts, now, 1, 2, Some(now - 10_000_000), 1, 100);
+        let fresh = urgency(&opts, now, 1, 2, file(Some(now - 10_000_000), 1, 100, 100));
         assert_eq!(fresh, None);
-        let old = urgency(&opts, now, 1, 2, Some(now - 100_000_000), 1, 100);
+        let old = urgency(&opts, now, 1, 2, file(Some(now - 100_000_000), 1, 100, 100));
         assert!(matches!(old, Some(DeleteUrgency::Expired(_))));
-        let dense = urgency(&opts, now, 1, 2, Some(now), 60, 100);
+        let dense = urgency(&opts, now, 1, 2, file(Some(now), 60, 100, 100));
         assert!(matches!(dense, Some(DeleteUrgency::Dense(_))));
+        // The same file merged into a level 100 times its size: not worth it early.
+        assert_eq!(urgency(&opts, now, 0, 2, file(Some(now), 60, 100, 10_100)), None);
+        // Its deadline still holds.
+        let due = urgency(&opts, now, 0, 2, file(Some(now - 100_000_000), 60, 100, 10_100));
+        assert!(matches!(due, Some(DeleteUrgency::Expired(_))));
         assert!(old.map(DeleteUrgency::rank) > dense.map(DeleteUrgency::rank));
         assert!(memtable_expired(&opts, now, now - 100_000_000, true, 2));
         assert!(!memtable_expired(&opts, now, now - 100_000_000, false, 2));

@@ -71,6 +71,44 @@ fn key_range<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(Vec
     r
 }
 
+/// Entries a delete-driven compaction of `f` at level `li` rewrites, as
+/// `compact_file_for_deletes` would run it: a tiered level (or level 0) merges all its
+/// runs, a leveled one the file alone; a merge into a leveled level also rewrites the
+/// files it overlaps there, and a tiered last level is merged in place whole.
+fn rewrite_entries(ks: &KeyspaceVersion, li: usize, f: &Arc<TableFile>, opts: &Options) -> u64 {
+    let entries = |x: &Arc<TableFile>| x.meta.entries + x.meta.range_tombstones;
+    let last = ks.last_level();
+    let Some(level) = ks.levels.get(li) else {
+        return entries(f);
+    };
+    let leveled = opts.is_leveled(li, last);
+    let inputs: Vec<&Arc<TableFile>> = if leveled { vec![f] } else { level.files().collect() };
+    let own: u64 = inputs.iter().map(|x| entries(x)).sum();
+    let out = li + 1;
+    let out_leveled = if leveled {
+        true
+    } else {
+        opts.runs_per_level == 1 || (opts.lazy_leveling && out == last)
+    };
+    if li >= last || !out_leveled {
+        return own;
+    }
+    let Some((lo, hi)) = key_range(inputs.into_iter()) else {
+        return own;
+    };
+    let below: u64 = ks
+        .levels
+        .get(out)
+        .map(|l| {
+            l.files()
+                .filter(|x| x.overlaps(Some(&lo), Some(&hi)))
+                .map(entries)
+                .sum()
+        })
+        .unwrap_or(0);
+    own + below
+}
+
 /// True if nothing outside the task can hold data older than its inputs in their key
 /// range: no deeper level overlaps, and no other run of the output level does.
 pub fn is_bottommost(ks: &KeyspaceVersion, inputs: &[InputRun], output_level: usize, output_run: Option<u64>) -> bool {
@@ -220,15 +258,13 @@ impl CompactionPicker {
                     if li == last && clock.oldest_snapshot.is_some_and(|s| s < f.meta.max_seq) {
                         continue;
                     }
-                    let u = fade::urgency(
-                        opts,
-                        clock.now,
-                        rank,
-                        held,
-                        f.meta.oldest_tombstone_time,
-                        f.meta.tombstones,
-                        f.meta.entries + f.meta.range_tombstones,
-                    );
+                    let facts = fade::FileDeletes {
+                        oldest_tombstone: f.meta.oldest_tombstone_time,
+                        tombstones: f.meta.tombstones,
+                        entries: f.meta.entries + f.meta.range_tombstones,
+                        rewrite: rewrite_entries(ks, li, f, opts),
+                    };
+                    let u = fade::urgency(opts, clock.now, rank, held, facts);
                     let urgent = clock.urgent.contains(&ks.id) && unsettled && (purges || f.meta.tombstones > 0);
                     let u = match u {
                         None if urgent => Some(DeleteUrgency::Dense(
