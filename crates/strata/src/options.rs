@@ -119,7 +119,10 @@ pub struct Options {
     /// delete) reaches the last level and is dropped, with the data it deletes, within
     /// this time of being written (plus the time the compaction takes). `None` = no bound.
     pub delete_persistence_threshold: Option<std::time::Duration>,
-    /// Compact a file early when tombstones are at least this share of its entries.
+    /// Compact a file early when its tombstones are at least this share of the entries
+    /// that compaction would rewrite (its own, plus those of the files it merges with):
+    /// a small dense file above a large level waits for its deadline instead of
+    /// rewriting the level.
     pub tombstone_density_trigger: Option<f64>,
     /// Read SSTables with direct I/O, bypassing the page cache (when the file system
     /// supports it), so that only the block cache holds data in memory.
