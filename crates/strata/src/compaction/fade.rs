@@ -92,6 +92,14 @@ pub struct FileDeletes {
     pub rewrite: u64,
 }
 
+/// True when the density trigger could fire for a file: its own tombstone share passes
+/// it (the entries its compaction rewrites only lower that share), so only then is the
+/// rewrite worth working out.
+pub fn dense_on_its_own(opts: &Options, tombstones: u64, entries: u64) -> bool {
+    opts.tombstone_density_trigger
+        .is_some_and(|t| tombstones > 0 && tombstones as f64 / entries.max(1) as f64 >= t)
+}
+
 /// How urgently a file at disk level `level` (of `levels` levels; both counted among
 /// the levels holding data, see [`held_rank`]) needs compaction for its deletes.
 ///
@@ -193,6 +201,10 @@ mod tests {
         assert!(matches!(old, Some(DeleteUrgency::Expired(_))));
         let dense = urgency(&opts, now, 1, 2, file(Some(now), 60, 100, 100));
         assert!(matches!(dense, Some(DeleteUrgency::Dense(_))));
+        // Only a file dense on its own can be dense for its rewrite.
+        assert!(dense_on_its_own(&opts, 60, 100));
+        assert!(!dense_on_its_own(&opts, 40, 100));
+        assert_eq!(urgency(&opts, now, 1, 2, file(Some(now), 40, 100, 100)), None);
         // The same file merged into a level 100 times its size: not worth it early.
         assert_eq!(urgency(&opts, now, 0, 2, file(Some(now), 60, 100, 10_100)), None);
         // Its deadline still holds.

@@ -258,11 +258,19 @@ impl CompactionPicker {
                     if li == last && clock.oldest_snapshot.is_some_and(|s| s < f.meta.max_seq) {
                         continue;
                     }
+                    let entries = f.meta.entries + f.meta.range_tombstones;
+                    // Overlaps are looked up only for files dense on their own: picks run
+                    // on every background round, over every file holding tombstones.
+                    let rewrite = if fade::dense_on_its_own(opts, f.meta.tombstones, entries) {
+                        rewrite_entries(ks, li, f, opts)
+                    } else {
+                        entries
+                    };
                     let facts = fade::FileDeletes {
                         oldest_tombstone: f.meta.oldest_tombstone_time,
                         tombstones: f.meta.tombstones,
-                        entries: f.meta.entries + f.meta.range_tombstones,
-                        rewrite: rewrite_entries(ks, li, f, opts),
+                        entries,
+                        rewrite,
                     };
                     let u = fade::urgency(opts, clock.now, rank, held, facts);
                     let urgent = clock.urgent.contains(&ks.id) && unsettled && (purges || f.meta.tombstones > 0);

@@ -81,13 +81,13 @@ impl CacheWarmer {
 }
 
 impl DataBlockObserver for CacheWarmer {
-    fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: &[u8]) {
+    fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: Vec<u8>) {
         if !self.hot.overlaps(first, last) {
             return;
         }
         // The builder just encoded this payload, so it decodes; if it somehow did not,
         // a reader would report the corruption when it reads the block from the file.
-        if let Ok(b) = Block::decode(payload.to_vec()) {
+        if let Ok(b) = Block::decode(payload) {
             self.cache.warm(self.number, offset, Arc::new(b));
         }
     }

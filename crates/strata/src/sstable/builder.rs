@@ -53,8 +53,9 @@ impl Default for TableOptions {
 /// warm, see `compaction::warm`).
 pub trait DataBlockObserver: Send {
     /// The block at `offset` holds user keys `first..=last`; `payload` is its
-    /// uncompressed contents, as a reader decodes them.
-    fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: &[u8]);
+    /// uncompressed contents, as a reader decodes them (handed over: the builder is done
+    /// with it).
+    fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: Vec<u8>);
 }
 
 /// Statistics of the data block being filled.
@@ -233,7 +234,7 @@ impl TableBuilder {
         let raw = self.data.finish();
         let handle = self.write_block(&raw, self.opts.compression)?;
         if let Some(o) = self.observer.as_mut() {
-            o.data_block(handle.offset, &self.block_first, user_key(&self.last_key), &raw);
+            o.data_block(handle.offset, &self.block_first, user_key(&self.last_key), raw);
         }
         let fence = FenceValue {
             handle,

@@ -227,7 +227,7 @@ fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteB
     let (mut purged, mut dropped) = (0, 0);
     let mut retry = Vec::new();
     for (pk, new) in &job.rows {
-        let old = match db.get_versioned(layout.primary, pk, job.base.saturating_sub(1)) {
+        let (old_seq, bytes) = match db.get_versioned(layout.primary, pk, job.base.saturating_sub(1)) {
             Ok(Some(old)) => old,
             Ok(None) => continue, // absent before the write: nothing was left dirty
             Err(_) => {
@@ -235,7 +235,6 @@ fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteB
                 continue;
             }
         };
-        let (old_seq, bytes) = old;
         if db.snapshots.lock().range(old_seq..job.base).next().is_some() {
             retry.push((pk.clone(), new.clone()));
             continue;
