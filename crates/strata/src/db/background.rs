@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use super::DbInner;
 use super::stats::Counters;
+use super::{DbInner, SuperVersion};
 use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::{
@@ -162,7 +162,7 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
     loop {
         {
             let sv = inner.current();
-            if inner.memtable_expired(&sv)
+            if (inner.memtable_expired(&sv) || inner.memtable_feeds_dirty_reads(&sv))
                 && sv.imm.is_empty()
                 && let Err(e) = inner.freeze_if_idle()
             {
@@ -351,6 +351,16 @@ impl DbInner {
             obligations: self.registry(),
             urgent: crate::table::runtime::urgent_keyspaces(&self.catalog.read()),
         }
+    }
+
+    /// Whether the memtable should be flushed for a deferred table whose selects meet
+    /// many dirty entries: blind writes that made them dirty are likely still in it, and
+    /// no compaction can emit their deferred deletes before they are flushed. A memtable
+    /// under a sixteenth of its budget is left alone, so a light write load under
+    /// dirty reads does not turn into a stream of tiny flushes.
+    pub fn memtable_feeds_dirty_reads(&self, sv: &SuperVersion) -> bool {
+        sv.mem.approximate_bytes() >= self.opts.memtable_budget / 16
+            && crate::table::runtime::any_urgent(&self.catalog.read())
     }
 
     /// Compacts everything of keyspace `ks` overlapping `[lo, hi]` into its last level.

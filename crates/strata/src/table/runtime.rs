@@ -182,7 +182,7 @@ pub(crate) struct TableRuntime {
 
 /// Dirty hits above this share of a deferred index's recent hits make its table's
 /// pending purges urgent.
-const DIRTY_SHARE: f64 = 0.25;
+const DIRTY_SHARE: f64 = 0.05;
 /// ...once at least this many dirty hits were seen since the last check.
 const DIRTY_MIN: u64 = 64;
 /// How long a table stays urgent after dirty reads were seen.
@@ -225,6 +225,16 @@ pub(crate) fn urgent_keyspaces(catalog: &Catalog) -> std::collections::HashSet<u
         }
     }
     out
+}
+
+/// Whether some deferred table is urgent (its selects met many dirty entries lately),
+/// as the last [`urgent_keyspaces`] judged it.
+pub(crate) fn any_urgent(catalog: &Catalog) -> bool {
+    let now = std::time::Instant::now();
+    catalog
+        .tables
+        .values()
+        .any(|rt| rt.layout.deferred() && rt.state.urgent_until.lock().is_some_and(|u| now < u))
 }
 
 /// Tables and the deferred registry, rebuilt together.
