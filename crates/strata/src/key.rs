@@ -115,6 +115,17 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
 }
 
+/// The first 8 bytes of a user key, zero-padded, as a big-endian number: ordering by it
+/// agrees with ordering the keys (equal prefixes decide nothing), so a sort or search
+/// settles most comparisons on one integer.
+#[inline]
+pub fn user_key_prefix(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
+}
+
 #[inline]
 fn trailer(ikey: &[u8]) -> u64 {
     if ikey.len() < TRAILER_LEN {

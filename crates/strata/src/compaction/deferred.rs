@@ -20,7 +20,7 @@ use super::job::DropSink;
 use super::output::JobContext;
 use super::sorter::{ExternalSorter, SortedStream};
 use crate::error::Result;
-use crate::key::{SeqNo, ValueKind, internal_key};
+use crate::key::{SeqNo, ValueKind, encode_internal_key};
 
 /// Extracts the secondary index keys of a stored row (implemented by the table layer).
 pub trait SecondaryKeys: Send + Sync {
@@ -54,6 +54,7 @@ pub struct DeferredDeleteCollector {
     limit: usize,
     sorters: BTreeMap<u32, ExternalSorter>,
     scratch: Vec<(u32, Vec<u8>)>,
+    ikey: Vec<u8>,
 }
 
 impl DeferredDeleteCollector {
@@ -65,6 +66,7 @@ impl DeferredDeleteCollector {
             limit: memory_limit,
             sorters: BTreeMap::new(),
             scratch: Vec::new(),
+            ikey: Vec::new(),
         }
     }
 
@@ -89,7 +91,9 @@ impl DropSink for DeferredDeleteCollector {
                 .sorters
                 .entry(ks)
                 .or_insert_with(|| ExternalSorter::new(self.ctx.clone(), per_sorter));
-            sorter.push(internal_key(&key, seq, ValueKind::DeferredDelete), Vec::new())?;
+            self.ikey.clear();
+            encode_internal_key(&mut self.ikey, &key, seq, ValueKind::DeferredDelete);
+            sorter.push(&self.ikey, &[])?;
         }
         Ok(())
     }

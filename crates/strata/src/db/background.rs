@@ -308,7 +308,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
                 out.note_tombstone_time(born);
                 let mut stream = stream;
                 while let Some((k, v)) = stream.next_entry()? {
-                    out.add(&k, &v)?;
+                    out.add(k, v)?;
                 }
                 let (files, written) = out.finish()?;
                 result.bytes_written += written;
@@ -358,8 +358,11 @@ impl DbInner {
     /// no compaction can emit their deferred deletes before they are flushed. A memtable
     /// under a sixteenth of its budget is left alone, so a light write load under
     /// dirty reads does not turn into a stream of tiny flushes.
+    /// Not during a manual compaction: it flushed first and is merging everything down,
+    /// and a flush landing behind it would leave new level-0 files it promised are gone.
     pub fn memtable_feeds_dirty_reads(&self, sv: &SuperVersion) -> bool {
         sv.mem.approximate_bytes() >= self.opts.memtable_budget / 16
+            && self.bg.lock().manual == 0
             && crate::table::runtime::any_urgent(&self.catalog.read())
     }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtOrd};
 
 use super::PointEntry;
 use super::arena::Arena;
-use crate::key::{compare_internal, pack_trailer};
+use crate::key::{compare_internal, pack_trailer, user_key_prefix};
 
 /// Tallest tower. With a branching factor of 4 this serves 4^16 entries before searches
 /// degrade, far beyond any memtable.
@@ -56,15 +56,6 @@ const KEY: usize = 20;
 unsafe fn field(n: *const Node, off: usize) -> u32 {
     // SAFETY: the caller's guarantee; nodes are 8-aligned, so the field is 4-aligned.
     unsafe { n.cast::<u8>().add(off).cast::<u32>().read() }
-}
-
-/// The first 8 bytes of a user key, zero-padded, as a big-endian number: ordering by it
-/// agrees with ordering the keys (equal prefixes decide nothing).
-fn prefix_of(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// Entries whose searches [`SkipList::insert_many`] interleaves.
@@ -107,7 +98,7 @@ impl<'k> Probe<'k> {
     fn new(ks: u32, ikey: &'k [u8]) -> Self {
         Probe {
             ks,
-            prefix: prefix_of(crate::key::user_key(ikey)),
+            prefix: user_key_prefix(crate::key::user_key(ikey)),
             ikey,
         }
     }
@@ -143,7 +134,7 @@ impl<'a> Entry<'a> {
         }
     }
 
-    /// The first 8 bytes of the user key as [`prefix_of`] gives them.
+    /// The first 8 bytes of the user key as [`user_key_prefix`] gives them.
     fn prefix(&self) -> u64 {
         // SAFETY: as for `key`. An internal key ends in an 8-byte trailer, so 8 bytes
         // from its start are inside the node even for a shorter user key.

@@ -87,7 +87,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         let (pk, seq, bytes) = entry?;
         let row = layout.decode(&bytes)?;
         let key = layout.secondary_key(&ix, &row, &pk);
-        sorter.push(internal_key(&key, seq, ValueKind::Put), Vec::new())?;
+        sorter.push(&internal_key(&key, seq, ValueKind::Put), &[])?;
     }
     // Level 1 is empty (compactions of the index are paused): the run is the level's
     // oldest whatever the mode, and the one run of a leveled level.
@@ -98,7 +98,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     while let Some((k, v)) = stream.next_entry()? {
         if ix.unique {
             // Entries come sorted by index key: a duplicate is next to its twin.
-            let (ukey, _) = layout.split_secondary(&ix, crate::key::user_key(&k))?;
+            let (ukey, _) = layout.split_secondary(&ix, crate::key::user_key(k))?;
             let has_null = ix.shape.decode(ukey)?.iter().any(|v| v.is_null());
             if !has_null && prev_ukey.as_deref() == Some(ukey) {
                 return Err(Error::Constraint(format!(
@@ -107,7 +107,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
             }
             prev_ukey = Some(ukey.to_vec());
         }
-        out.add(&k, &v)?;
+        out.add(k, v)?;
     }
     let (files, _) = out.finish()?;
     let _ddl = db.ddl.write();

@@ -92,6 +92,9 @@ impl std::fmt::Display for CheckReport {
 /// Checks every table of `db`.
 pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
     let inner = db.inner().clone();
+    // Counted as a manual compaction for the whole check, so that no background round
+    // slips new files in between the full compaction and the counting of its result.
+    let _hold = opts.compact_first.then(|| ManualHold::new(&inner));
     if opts.compact_first {
         db.compact_range()?;
     }
@@ -102,6 +105,23 @@ pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
         report.tables.push(tc);
     }
     Ok(report)
+}
+
+/// Holds the background's picks (as a manual compaction does) until dropped.
+struct ManualHold(Arc<crate::db::DbInner>);
+
+impl ManualHold {
+    fn new(inner: &Arc<crate::db::DbInner>) -> Self {
+        inner.bg.lock().manual += 1;
+        ManualHold(inner.clone())
+    }
+}
+
+impl Drop for ManualHold {
+    fn drop(&mut self) {
+        self.0.bg.lock().manual -= 1;
+        self.0.bg_cv.notify_all();
+    }
 }
 
 fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut Vec<String>) -> Result<TableCheck> {
