@@ -358,6 +358,7 @@ impl DbInner {
     /// no compaction can emit their deferred deletes before they are flushed. A memtable
     /// under a sixteenth of its budget is left alone, so a light write load under
     /// dirty reads does not turn into a stream of tiny flushes.
+    ///
     /// Not during a manual compaction: it flushed first and is merging everything down,
     /// and a flush landing behind it would leave new level-0 files it promised are gone.
     pub fn memtable_feeds_dirty_reads(&self, sv: &SuperVersion) -> bool {
@@ -434,5 +435,24 @@ impl DbInner {
             self.bg_cv.notify_all();
             self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
         }
+    }
+}
+
+/// Holds the background's compaction picks and urgency flushes, as a running manual
+/// compaction does, until dropped (for callers that compact by hand and then inspect
+/// the result).
+pub(crate) struct ManualHold(Arc<DbInner>);
+
+impl ManualHold {
+    pub(crate) fn new(inner: &Arc<DbInner>) -> Self {
+        inner.bg.lock().manual += 1;
+        ManualHold(inner.clone())
+    }
+}
+
+impl Drop for ManualHold {
+    fn drop(&mut self) {
+        self.0.bg.lock().manual -= 1;
+        self.0.bg_cv.notify_all();
     }
 }

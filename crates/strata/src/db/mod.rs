@@ -38,6 +38,7 @@ use crate::version::Version;
 use crate::version::set::VersionSet;
 use crate::wal;
 
+pub(crate) use background::ManualHold;
 pub use files::LiveFile;
 pub use keyspace::Keyspace;
 pub use read::{KeyRange, Scan};

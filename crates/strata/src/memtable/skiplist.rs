@@ -45,7 +45,8 @@ struct Node {
     next0: AtomicPtr<Node>,
 }
 
-/// Offsets from a node's address of its keyspace id, key length, value length and key.
+/// Offsets from a node's address of its keyspace id, key length and key (the value's
+/// length follows the key, the value that length).
 const KS: usize = 8;
 const KEY_LEN: usize = 12;
 const KEY: usize = 16;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::layout::Layout;
 use super::runtime::TableRuntime;
-use crate::db::{Db, Keyspace, Snapshot};
+use crate::db::{Db, Keyspace, ManualHold, Snapshot};
 use crate::error::Result;
 
 /// What to verify.
@@ -105,23 +105,6 @@ pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
         report.tables.push(tc);
     }
     Ok(report)
-}
-
-/// Holds the background's picks (as a manual compaction does) until dropped.
-struct ManualHold(Arc<crate::db::DbInner>);
-
-impl ManualHold {
-    fn new(inner: &Arc<crate::db::DbInner>) -> Self {
-        inner.bg.lock().manual += 1;
-        ManualHold(inner.clone())
-    }
-}
-
-impl Drop for ManualHold {
-    fn drop(&mut self) {
-        self.0.bg.lock().manual -= 1;
-        self.0.bg_cv.notify_all();
-    }
 }
 
 fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut Vec<String>) -> Result<TableCheck> {
