@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::codec::{DecodeError, Decoder, put_u32, put_varint};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, parse_internal_key};
+use crate::key::{compare_internal, parse_internal_key, user_key};
 
 /// Restart interval used when the caller has no preference.
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
@@ -233,7 +233,7 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
         if parse_internal_key(&key).is_none() {
             return derr(off, "invalid internal key");
         }
-        if n > 0 && compare_internal(&prev, &key) != Ordering::Less {
+        if n > 0 && !sorts_after(&prev, &key, e.shared) {
             return derr(off, "keys out of order");
         }
         n += 1;
@@ -243,6 +243,22 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
         return derr(data_end, "restart point past the last entry");
     }
     Ok(n)
+}
+
+/// True when `key`, whose first `shared` bytes are `prev`'s, sorts after `prev`.
+///
+/// Every block read from a file pays this per entry, so the common case is one byte:
+/// when both user keys go past the shared prefix, their first bytes after it decide
+/// (the builder shares the longest common prefix, so they differ). Anything else,
+/// including a writer that shared less than it could, takes the full comparison.
+#[inline]
+fn sorts_after(prev: &[u8], key: &[u8], shared: usize) -> bool {
+    if let (Some(a), Some(b)) = (user_key(prev).get(shared), user_key(key).get(shared))
+        && a != b
+    {
+        return a < b;
+    }
+    compare_internal(prev, key) == Ordering::Less
 }
 
 /// A cursor over one block, implementing [`InternalIterator`].
@@ -507,7 +523,40 @@ mod tests {
         assert!(Block::decode(bytes).is_err());
     }
 
+    /// Encodes `keys` as one restart run, each sharing `cut[i]` less than it could with
+    /// the previous key, so the decoder sees both maximal and lazy writers.
+    fn encode_lazily(keys: &[Vec<u8>], cut: &[usize]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut prev: &[u8] = &[];
+        for (i, k) in keys.iter().enumerate() {
+            let common = prev.iter().zip(k).take_while(|(a, b)| a == b).count();
+            let shared = if i == 0 {
+                0
+            } else {
+                common.saturating_sub(cut[i % cut.len()])
+            };
+            put_varint(&mut out, shared as u64);
+            put_varint(&mut out, (k.len() - shared) as u64);
+            put_varint(&mut out, 0);
+            out.extend_from_slice(&k[shared..]);
+            prev = k;
+        }
+        put_u32(&mut out, 0);
+        put_u32(&mut out, 1);
+        out
+    }
+
     proptest! {
+        #[test]
+        fn decode_accepts_exactly_the_strictly_ordered_runs(
+            keys in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..4), 0u64..3), 1..12),
+            cut in proptest::collection::vec(0usize..3, 1..4),
+        ) {
+            let keys: Vec<Vec<u8>> = keys.iter().map(|(u, s)| internal_key(u, *s, ValueKind::Put)).collect();
+            let ordered = keys.windows(2).all(|w| compare_internal(&w[0], &w[1]) == Ordering::Less);
+            prop_assert_eq!(Block::decode(encode_lazily(&keys, &cut)).is_ok(), ordered);
+        }
+
         #[test]
         fn seek_matches_model(n in 1usize..200, interval in 1usize..20, probes in proptest::collection::vec((0u32..80, 95u64..105), 1..40)) {
             let es = entries(n);
