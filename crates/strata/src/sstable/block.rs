@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::codec::{DecodeError, Decoder, put_u32, put_varint};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, parse_internal_key, user_key};
+use crate::key::{TRAILER_LEN, compare_internal, parse_internal_key, user_key};
 
 /// Restart interval used when the caller has no preference.
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
@@ -120,6 +120,20 @@ fn entry_at(data: &[u8], off: usize, end: usize) -> std::result::Result<Entry, D
     let Some(slice) = data.get(off..end) else {
         return derr(off, "entry offset out of range");
     };
+    // Short keys and values: three one-byte varints, the common case, parsed without a loop.
+    if let [s, u, v, ..] = *slice
+        && (s | u | v) < 0x80
+    {
+        let (unshared, vlen, start) = (usize::from(u), usize::from(v), off + 3);
+        if unshared + vlen > slice.len() - 3 {
+            return derr(off, "entry runs past the end of the block");
+        }
+        return Ok(Entry {
+            shared: usize::from(s),
+            delta: start..start + unshared,
+            value: start + unshared..start + unshared + vlen,
+        });
+    }
     let rel = |e: DecodeError| DecodeError {
         offset: off + e.offset,
         reason: e.reason,
@@ -209,7 +223,7 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
     if restarts.first().is_some_and(|&r| r != 0) || (restarts.is_empty() && data_end != 0) {
         return derr(data_end, "first entry is not a restart point");
     }
-    let (mut key, mut prev) = (Vec::new(), Vec::new());
+    let (mut key, mut prev) = (Vec::new(), Vec::<u8>::new());
     let (mut off, mut next_restart, mut n) = (0usize, 0usize, 0usize);
     while off < data_end {
         let restart = restarts.get(next_restart).map(|&r| r as usize);
@@ -226,14 +240,22 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
         if e.shared > key.len() {
             return derr(off, "shared prefix longer than the previous key");
         }
-        std::mem::swap(&mut prev, &mut key);
-        key.clear();
-        key.extend_from_slice(&prev[..e.shared]);
-        key.extend_from_slice(&data[e.delta]);
+        let delta = &data[e.delta];
+        // The previous key is kept aside only when one byte cannot settle the order.
+        let settled = if n == 0 {
+            Some(true)
+        } else {
+            first_byte_order(&key, e.shared, delta)
+        };
+        if settled.is_none() {
+            prev.clone_from(&key);
+        }
+        key.truncate(e.shared);
+        key.extend_from_slice(delta);
         if parse_internal_key(&key).is_none() {
             return derr(off, "invalid internal key");
         }
-        if n > 0 && !sorts_after(&prev, &key, e.shared) {
+        if !settled.unwrap_or_else(|| compare_internal(&prev, &key) == Ordering::Less) {
             return derr(off, "keys out of order");
         }
         n += 1;
@@ -245,20 +267,21 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
     Ok(n)
 }
 
-/// True when `key`, whose first `shared` bytes are `prev`'s, sorts after `prev`.
+/// Whether the key `prev[..shared] ++ delta` sorts after `prev`, when one byte says so.
 ///
-/// Every block read from a file pays this per entry, so the common case is one byte:
-/// when both user keys go past the shared prefix, their first bytes after it decide
-/// (the builder shares the longest common prefix, so they differ). Anything else,
-/// including a writer that shared less than it could, takes the full comparison.
+/// Every block read from a file is order-checked entry by entry, so the common case is
+/// one byte: when both user keys go past the shared prefix, their first bytes after it
+/// decide (the builder shares the longest common prefix, so they differ). `None` asks
+/// for the full comparison: keys that differ only in the trailer, one user key a prefix
+/// of the other, or a writer that shared less than it could.
 #[inline]
-fn sorts_after(prev: &[u8], key: &[u8], shared: usize) -> bool {
-    if let (Some(a), Some(b)) = (user_key(prev).get(shared), user_key(key).get(shared))
-        && a != b
-    {
-        return a < b;
+fn first_byte_order(prev: &[u8], shared: usize, delta: &[u8]) -> Option<bool> {
+    let key_user_len = (shared + delta.len()).saturating_sub(TRAILER_LEN);
+    if shared >= key_user_len {
+        return None;
     }
-    compare_internal(prev, key) == Ordering::Less
+    let (a, b) = (*user_key(prev).get(shared)?, *delta.first()?);
+    (a != b).then_some(a < b)
 }
 
 /// A cursor over one block, implementing [`InternalIterator`].
