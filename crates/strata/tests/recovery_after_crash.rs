@@ -330,12 +330,15 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
         .rev()
         .find(|(_, p)| std::fs::metadata(p).expect("stat").len() > 0)
         .expect("a non-empty WAL");
-    let len = std::fs::metadata(last_wal).expect("stat").len();
+    // Records end at the last non-zero byte (payloads end in ASCII); the zeros after
+    // them were written ahead by the syncs. Cut the last record short.
+    let bytes = std::fs::read(last_wal).expect("read WAL");
+    let end = bytes.iter().rposition(|&b| b != 0).expect("records") + 1;
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(last_wal)
         .expect("open WAL");
-    f.set_len(len - 3).expect("truncate");
+    f.set_len(end as u64 - 3).expect("truncate");
     drop(f);
 
     let db = open_when_unlocked(dir.path(), opts.clone()).expect("reopen with a torn WAL tail");
@@ -355,4 +358,45 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     let other = db.keyspace("other").expect("other");
     assert_eq!(last_batch(&db, 0), Some(119));
     check_thread(&db, &other, 0, Some(119), 130);
+}
+
+#[test]
+fn a_wal_synced_per_commit_is_zeroed_ahead_and_reopens_without_a_torn_tail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        sync: SyncPolicy::EveryBatch,
+        memtable_budget: 8 << 20,
+        ..Options::default()
+    };
+    let db = open_when_unlocked(dir.path(), opts.clone()).expect("open");
+    let other = db.create_keyspace("other").expect("keyspace");
+    let default = db.default_keyspace();
+    for n in 0..100 {
+        db.write(batch(0, n, &default, &other)).expect("write");
+    }
+    let wal_bytes = db.stats().wal_bytes_written;
+    drop((default, other));
+    // Dropped, not closed: nothing but the synced WAL holds the batches.
+    drop(db);
+
+    let (_, wal) = wal_files(dir.path()).pop().expect("a WAL");
+    let bytes = std::fs::read(&wal).expect("read WAL");
+    let end = bytes.iter().rposition(|&b| b != 0).expect("records") + 1;
+    assert!(
+        bytes.len() >= 1 << 20,
+        "{} bytes on disk: not zeroed ahead",
+        bytes.len()
+    );
+    assert!(end as u64 <= wal_bytes, "records end at {end}, {wal_bytes} written");
+
+    let db = open_when_unlocked(dir.path(), opts).expect("reopen");
+    let other = db.keyspace("other").expect("other");
+    assert_eq!(last_batch(&db, 0), Some(99));
+    check_thread(&db, &other, 0, Some(99), 110);
+    let torn: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.ends_with(".torn"))
+        .collect();
+    assert!(torn.is_empty(), "zeros ahead were taken for a torn tail: {torn:?}");
 }

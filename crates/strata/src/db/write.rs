@@ -183,7 +183,7 @@ impl DbInner {
             SyncPolicy::None => w.writer.flush(),
             SyncPolicy::EveryBatch | SyncPolicy::GroupCommit => {
                 Counters::add(&self.counters.wal_syncs, 1);
-                w.writer.sync()
+                w.writer.sync_commit()
             }
         };
         if let Err(e) = res {

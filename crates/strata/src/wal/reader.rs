@@ -9,10 +9,12 @@
 //!   `S`: **torn tail** at `o` (a crash cut the last append short);
 //! - a length over [`MAX_PAYLOAD_LEN`]: **corruption** at `o` (the writer never writes
 //!   such a header, so no crash can leave one behind);
+//! - every byte from `o` to `S` zero: the **clean end**. This is space the writer zeroed
+//!   ahead ([`Writer::sync_commit`](super::Writer::sync_commit)); a crash that left
+//!   zeros there lost nothing either, since nothing at `o` was ever a whole record;
 //! - a checksum mismatch where every byte from the record's end to `S` is zero (in
 //!   particular, the record ends exactly at `S`): **torn tail** at `o`. The zeros are
-//!   preallocated or never-written space; zero-filled space alone (a zero header fails
-//!   its checksum) is thus a torn tail too;
+//!   preallocated or never-written space;
 //! - a checksum mismatch followed by any non-zero byte: **corruption** at `o`.
 //!
 //! A consequence of the last-record rule: a bit flip inside the final record cannot be
@@ -118,10 +120,19 @@ impl Reader {
             return Ok(None);
         }
         if !self.ensure(HEADER_LEN)? {
+            if self.rest_is_zero(off)? {
+                return Ok(None);
+            }
             return self.torn(off);
         }
         let start = self.buf_index(off);
-        let Some(h) = decode_header(&self.buf[start..start + HEADER_LEN]) else {
+        let header = &self.buf[start..start + HEADER_LEN];
+        // A zero header never checksums (see `record::tests`): zeros from here on are
+        // space zeroed ahead of the writer, the log's clean end.
+        if header.iter().all(|&b| b == 0) && self.rest_is_zero(off)? {
+            return Ok(None);
+        }
+        let Some(h) = decode_header(header) else {
             return self.torn(off);
         };
         let len = h.len as usize;
