@@ -285,7 +285,7 @@ fn dump_sst_shows_fence_pointers_and_bloom() {
         d.contains("data blocks (") && d.contains("  #0 offset "),
         "no fence pointers:\n{d}"
     );
-    assert!(d.contains(" last \""), "fence pointer lacks its key:\n{d}");
+    assert!(d.contains(" fence \""), "fence pointer lacks its key:\n{d}");
     assert!(!d.contains("=> \"yellow\""), "entries shown without --entries:\n{d}");
 
     let f = files

@@ -25,14 +25,14 @@ pub struct HotRanges {
 
 impl HotRanges {
     /// The key ranges of the data blocks of `tables` that `cache` holds now. A block's
-    /// range runs from the previous block's last key (its first key is not stored) to
-    /// its own last key, so it may be a little wider than the block.
+    /// range runs from the previous block's fence key (its first key is not stored) to
+    /// its own, at or past its last key, so it may be a little wider than the block.
     pub fn of_inputs<'a>(tables: impl IntoIterator<Item = &'a Table>, cache: &BlockCache) -> Result<HotRanges> {
         let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for t in tables {
             let mut lo = t.properties().smallest_user_key.clone();
             for fp in t.fence_pointers()? {
-                let hi = user_key(&fp.last_key).to_vec();
+                let hi = user_key(&fp.key).to_vec();
                 if cache.contains(t.number(), fp.value.handle.offset) {
                     ranges.push((lo, hi.clone()));
                 }

@@ -1,7 +1,7 @@
 //! Writes one SSTable from entries given in strictly increasing internal-key order.
 //!
 //! Data blocks are cut when they reach `block_size`; each cut adds a fence pointer to
-//! the index. `finish` appends the filter, range-del, properties and index blocks and the
+//! the index once the next block's first key is known (its fence key lies between). `finish` appends the filter, range-del, properties and index blocks and the
 //! footer, in that order, then syncs. After any error the builder must be dropped (the
 //! file is then garbage for the caller to delete).
 
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use super::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
 use super::bloom::{BloomBuilder, BloomPolicy};
 use super::format::{BlockHandle, Compression, Footer, seal_block};
-use super::index::FenceValue;
+use super::index::{FenceValue, fence_key};
 use super::properties::Properties;
 use super::range_del::encode_range_dels;
 use crate::error::{Error, Result};
@@ -82,6 +82,8 @@ pub struct TableBuilder {
     observer: Option<Box<dyn DataBlockObserver>>,
     /// User key of the first entry of the block being filled (only kept for `observer`).
     block_first: Vec<u8>,
+    /// The fence of the last block cut, waiting for the next key to choose its fence key.
+    pending_fence: Option<FenceValue>,
 }
 
 impl TableBuilder {
@@ -107,6 +109,7 @@ impl TableBuilder {
             offset,
             observer: None,
             block_first: Vec::new(),
+            pending_fence: None,
         }
     }
 
@@ -154,6 +157,12 @@ impl TableBuilder {
         if self.block.is_none() && self.observer.is_some() {
             self.block_first.clear();
             self.block_first.extend_from_slice(parsed.user_key);
+        }
+        if let Some(fence) = self.pending_fence.take() {
+            // `last_key` is still the cut block's last key.
+            let key = fence_key(&self.last_key, ikey);
+            self.index
+                .add(key.as_deref().unwrap_or(&self.last_key), &fence.encode());
         }
         let s = self.block.get_or_insert(BlockStats {
             min_seq: parsed.seq,
@@ -242,7 +251,7 @@ impl TableBuilder {
             max_seq: stats.max_seq,
             entries,
         };
-        self.index.add(&self.last_key, &fence.encode());
+        self.pending_fence = Some(fence);
         self.props.data_blocks += 1;
         Ok(())
     }
@@ -251,6 +260,9 @@ impl TableBuilder {
     /// the properties.
     pub fn finish(mut self) -> Result<(u64, Properties)> {
         self.flush_data_block()?;
+        if let Some(fence) = self.pending_fence.take() {
+            self.index.add(&self.last_key, &fence.encode());
+        }
         let filter_payload = self.bloom.take().map(|b| b.finish().encode()).unwrap_or_default();
         let filter = self.write_block(&filter_payload, Compression::None)?;
 

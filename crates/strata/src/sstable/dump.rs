@@ -127,13 +127,13 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
         let v = fp.value;
         let _ = write!(
             w,
-            "  #{i} offset {} size {} entries {} seqnos {}..={} last {}",
+            "  #{i} offset {} size {} entries {} seqnos {}..={} fence {}",
             v.handle.offset,
             v.handle.size,
             v.entries,
             v.min_seq,
             v.max_seq,
-            show_key(&fp.last_key)
+            show_key(&fp.key)
         );
         let first = table.block_iter(v.handle).and_then(|mut it| {
             it.seek_to_first()?;

@@ -236,11 +236,9 @@ impl Table {
         let mut it = BlockIter::new(block, Arc::clone(&self.path), fence.handle.offset);
         it.seek(&target)?;
         if !it.valid() {
-            return Err(Error::corruption(
-                &*self.path,
-                fence.handle.offset,
-                "data block ends before its fence key",
-            ));
+            // The target lies between the block's last key and its fence key, whose user
+            // key sorts strictly before the next block's: no version of `user_key` here.
+            return Ok(None);
         }
         match parse_internal_key(it.key()) {
             Some(p) if p.user_key == user_key => Ok(Some((p.seq, p.kind, it.value().to_vec()))),
@@ -276,7 +274,7 @@ impl Table {
         it.seek_to_first()?;
         while it.valid() {
             out.push(FencePointer {
-                last_key: it.key().to_vec(),
+                key: it.key().to_vec(),
                 value: self.fence_at(&it)?,
             });
             it.next()?;
@@ -424,7 +422,7 @@ impl InternalIterator for TableIter {
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         self.guard(|s| {
-            // The first block whose last key is >= target holds the answer or follows it.
+            // The first block whose fence key is >= target holds the answer or follows it.
             s.index.seek(target)?;
             if !s.index.valid() {
                 s.index.seek_to_last()?;

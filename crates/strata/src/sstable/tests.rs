@@ -194,6 +194,43 @@ fn roundtrip_get_iterate_properties_with_and_without_lz4() {
 }
 
 #[test]
+fn fence_keys_are_short_and_lookups_between_them_find_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es: Entries = [&b"apple"[..], b"banana", b"cherry"]
+        .iter()
+        .map(|k| (internal_key(k, 5, ValueKind::Put), b"v".to_vec()))
+        .collect();
+    // One entry per block, and no filter to answer the lookups before the index does.
+    let opts = TableOptions {
+        block_size: 1,
+        bloom_fpr: 0.0,
+        ..TableOptions::default()
+    };
+    let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
+    let t = open(&path, None).expect("open");
+    let fences: Vec<Vec<u8>> = t.fence_pointers().expect("fences").into_iter().map(|f| f.key).collect();
+    // "apple" | "banana": 'a' + 1 is not below 'b', so the next byte grows (so for "banana" | "cherry"); the last
+    // block keeps its last key.
+    let user = |k: &[u8]| crate::key::user_key(k).to_vec();
+    assert_eq!(
+        fences.iter().map(|f| user(f)).collect::<Vec<_>>(),
+        [&b"aq"[..], b"bb", b"cherry"]
+    );
+    // "apricot" < "aq": the index sends it to the first block, which ends before it.
+    assert_eq!(t.get(b"apricot", 9).expect("get"), None);
+    assert_eq!(t.get(b"bz", 9).expect("get"), None);
+    assert_eq!(
+        t.get(b"banana", 9).expect("get"),
+        Some((5, ValueKind::Put, b"v".to_vec()))
+    );
+    let mut it = t.iter();
+    it.seek(&seek_key(b"apricot", 9)).expect("seek");
+    assert_eq!(it.key(), es[1].0.as_slice());
+    it.seek_for_prev(&seek_key(b"apricot", 9)).expect("seek_for_prev");
+    assert_eq!(it.key(), es[0].0.as_slice());
+}
+
+#[test]
 fn get_skips_blocks_newer_than_the_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let es: Entries = vec![
@@ -367,6 +404,39 @@ proptest! {
         std::fs::write(&path, &bytes).expect("write");
         let r = read_everything(&path);
         prop_assert!(r.as_ref().is_err_and(Error::is_corruption), "flip at {} undetected: {:?}", i, r);
+    }
+
+    #[test]
+    fn gets_and_seeks_between_blocks_match_the_model(
+        keys in proptest::collection::btree_set(proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(7), Just(254), Just(255)], 1..5), 1..120),
+        probes in proptest::collection::vec((proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(8), Just(255)], 0..6), 0u64..40), 1..40),
+        block_size in 32usize..256,
+    ) {
+        // Few distinct bytes, 0 and 255 among them: user keys that are prefixes of
+        // others, fence keys raised past a 255, and targets between a block's last key
+        // and its fence key.
+        let mut es: Entries = Vec::new();
+        for (i, uk) in keys.iter().enumerate() {
+            for seq in [30 - (i as u64 % 20), 10] {
+                es.push((internal_key(uk, seq, ValueKind::Put), vec![i as u8; 3]));
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Without a filter, absent keys reach the index and the blocks.
+        let opts = TableOptions { block_size, bloom_fpr: 0.0, ..TableOptions::default() };
+        let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
+        let t = open(&path, None).expect("open");
+        let mut it = t.iter();
+        for (uk, snap) in probes {
+            prop_assert_eq!(t.get(&uk, snap).expect("get"), model_get(&es, &uk, snap));
+            let target = seek_key(&uk, snap);
+            it.seek(&target).expect("seek");
+            let ge = es.iter().find(|e| compare_internal(&e.0, &target) != Ordering::Less);
+            prop_assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|e| e.0.clone()));
+            it.seek_for_prev(&target).expect("seek_for_prev");
+            let le = es.iter().rev().find(|e| compare_internal(&e.0, &target) != Ordering::Greater);
+            prop_assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|e| e.0.clone()));
+        }
     }
 
     #[test]
