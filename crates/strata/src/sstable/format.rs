@@ -174,6 +174,29 @@ pub fn seal_block(payload: &[u8], compression: Compression) -> (Vec<u8>, u64) {
 /// Verifies and unwraps a block read from disk (`payload ++ trailer`), returning the
 /// uncompressed payload. Error offsets are relative to the block's first byte.
 pub fn unseal_block(raw: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    let (body_len, kind) = check_sealed(raw)?;
+    match kind {
+        Compression::None => Ok(raw[..body_len].to_vec()),
+        Compression::Lz4 => decompress_lz4(&raw[..body_len]),
+    }
+}
+
+/// [`unseal_block`] taking the bytes read: an uncompressed payload is returned in place,
+/// without a copy (every data block read from a file comes through here).
+pub fn unseal_block_owned(mut raw: Vec<u8>) -> Result<Vec<u8>, DecodeError> {
+    let (body_len, kind) = check_sealed(&raw)?;
+    match kind {
+        Compression::None => {
+            raw.truncate(body_len);
+            Ok(raw)
+        }
+        Compression::Lz4 => decompress_lz4(&raw[..body_len]),
+    }
+}
+
+/// Checks a sealed block's trailer and checksum; returns the payload's length and how it
+/// is compressed.
+fn check_sealed(raw: &[u8]) -> Result<(usize, Compression), DecodeError> {
     let err = |offset, reason| Err(DecodeError { offset, reason });
     let Some(body_len) = raw.len().checked_sub(BLOCK_TRAILER_LEN) else {
         return err(0, "block shorter than its trailer");
@@ -183,10 +206,8 @@ pub fn unseal_block(raw: &[u8]) -> Result<Vec<u8>, DecodeError> {
     if crc32c::crc32c(covered) != stored {
         return err(body_len, "block checksum mismatch");
     }
-    let payload = &covered[..body_len];
     match Compression::from_u8(covered[body_len]) {
-        Some(Compression::None) => Ok(payload.to_vec()),
-        Some(Compression::Lz4) => decompress_lz4(payload),
+        Some(kind) => Ok((body_len, kind)),
         None => err(body_len, "unknown block compression type"),
     }
 }
@@ -247,9 +268,11 @@ mod tests {
             assert_eq!(sealed.len() as u64, size + BLOCK_TRAILER_LEN as u64);
             assert_eq!(sealed[size as usize], c as u8, "compressible data uses {c:?}");
             assert_eq!(unseal_block(&sealed).ok(), Some(payload.clone()));
+            assert_eq!(unseal_block_owned(sealed.clone()).ok(), Some(payload.clone()));
             let mut bad = sealed.clone();
             bad[3] ^= 1;
             assert!(unseal_block(&bad).is_err());
+            assert_eq!(unseal_block_owned(bad.clone()), unseal_block(&bad));
         }
         // Incompressible data falls back to no compression.
         let noise: Vec<u8> = (0..256u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
-use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block};
+use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
@@ -86,7 +86,7 @@ fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Resu
         ));
     };
     let raw = file.read_at(h.offset, len).map_err(|e| name_io(path, e))?;
-    unseal_block(&raw).map_err(|e| corrupt(path, h.offset, what, e))
+    unseal_block_owned(raw).map_err(|e| corrupt(path, h.offset, what, e))
 }
 
 impl Table {
