@@ -1,8 +1,9 @@
 //! Writes one SSTable from entries given in strictly increasing internal-key order.
 //!
 //! Data blocks are cut when they reach `block_size`; each cut adds a fence pointer to
-//! the index once the next block's first key is known (its fence key lies between). `finish` appends the filter, range-del, properties and index blocks and the
-//! footer, in that order, then syncs. After any error the builder must be dropped (the
+//! the index once the next block's first key is known (its fence key lies between).
+//! `finish` appends the filter, range-del, properties and index blocks and the footer,
+//! in that order, then syncs. After any error the builder must be dropped (the
 //! file is then garbage for the caller to delete).
 
 use std::cmp::Ordering;
