@@ -209,8 +209,8 @@ fn fence_keys_are_short_and_lookups_between_them_find_nothing() {
     let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
     let t = open(&path, None).expect("open");
     let fences: Vec<Vec<u8>> = t.fence_pointers().expect("fences").into_iter().map(|f| f.key).collect();
-    // "apple" | "banana": 'a' + 1 is not below 'b', so the next byte grows (so for "banana" | "cherry"); the last
-    // block keeps its last key.
+    // "apple" | "banana": 'a' + 1 is not below 'b', so the next byte grows (likewise
+    // for "banana" | "cherry"); the last block keeps its last key.
     let user = |k: &[u8]| crate::key::user_key(k).to_vec();
     assert_eq!(
         fences.iter().map(|f| user(f)).collect::<Vec<_>>(),
