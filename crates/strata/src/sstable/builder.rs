@@ -308,6 +308,7 @@ impl TableBuilder {
             filter,
             properties,
             range_del,
+            version: super::format::FORMAT_VERSION,
         };
         self.write_raw(&footer.encode())?;
         self.file.sync().map_err(|e| self.with_path(e))?;

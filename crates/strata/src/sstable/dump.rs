@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::format::{FORMAT_VERSION, TABLE_MAGIC};
+use super::format::TABLE_MAGIC;
 use super::reader::Table;
 use crate::error::Result;
 use crate::fs::FileSystem;
@@ -66,7 +66,8 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
     let w = &mut out;
     let _ = writeln!(w, "table {} ({} bytes)", path.display(), table.file_size());
     let f = table.footer();
-    let _ = writeln!(w, "footer: format version {FORMAT_VERSION}, magic {TABLE_MAGIC:#018x}");
+    let version = table.footer().version;
+    let _ = writeln!(w, "footer: format version {version}, magic {TABLE_MAGIC:#018x}");
     for (name, h) in [
         ("index", f.index),
         ("filter", f.filter),

@@ -14,8 +14,13 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer: 4 handles (16 bytes each), magic, version, crc.
 pub const FOOTER_LEN: usize = 4 * 16 + 8 + 4 + 4;
 
-/// The only format version written and accepted.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version written. 2: a fence key may lie past its block's last key (see
+/// `sstable::index`), which a version-1 reader would take for corruption.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version read. Version 1's fence keys are the blocks' last keys, a
+/// case of version 2's.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// Last-but-8 bytes of every table: "STRATAST".
 pub const TABLE_MAGIC: u64 = 0x5354_5241_5441_5354;
@@ -85,6 +90,9 @@ pub struct Footer {
     pub properties: BlockHandle,
     /// The range-tombstone block.
     pub range_del: BlockHandle,
+    /// The format version: the one the file was written in when decoded, the one
+    /// [`Footer::encode`] writes (table builders write [`FORMAT_VERSION`]).
+    pub version: u32,
 }
 
 impl Footer {
@@ -98,7 +106,7 @@ impl Footer {
             put_u64(&mut out, h.size);
         }
         put_u64(&mut out, TABLE_MAGIC);
-        put_u32(&mut out, FORMAT_VERSION);
+        put_u32(&mut out, self.version);
         let crc = crc32c::crc32c(&out);
         put_u32(&mut out, crc);
         out
@@ -129,7 +137,7 @@ impl Footer {
         if crc32c::crc32c(&bytes[..crc_at]) != stored_crc {
             return err(crc_at, "footer checksum mismatch");
         }
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return err(version_at, "unsupported table format version");
         }
         let limit = file_size.saturating_sub(FOOTER_LEN as u64);
@@ -144,6 +152,7 @@ impl Footer {
             filter,
             properties,
             range_del,
+            version,
         })
     }
 }
@@ -242,6 +251,7 @@ mod tests {
             filter: h(100, 60),
             properties: h(300, 40),
             range_del: h(200, 10),
+            version: FORMAT_VERSION,
         }
     }
 
@@ -257,6 +267,24 @@ mod tests {
             let mut b = bytes.clone();
             b[i] ^= 0x10;
             assert!(Footer::decode(&b, 1000).is_err(), "flip at {i} accepted");
+        }
+    }
+
+    #[test]
+    fn versions_one_and_two_are_read_and_others_refused() {
+        let with_version = |v: u32| {
+            let mut b = sample_footer().encode();
+            b[72..76].copy_from_slice(&v.to_le_bytes());
+            let crc = crc32c::crc32c(&b[..76]);
+            b[76..80].copy_from_slice(&crc.to_le_bytes());
+            b
+        };
+        for v in [1, 2] {
+            assert_eq!(Footer::decode(&with_version(v), 1000).map(|f| f.version), Ok(v));
+        }
+        for v in [0, 3, u32::MAX] {
+            let e = Footer::decode(&with_version(v), 1000).expect_err("refused");
+            assert_eq!((e.offset, e.reason), (72, "unsupported table format version"));
         }
     }
 
