@@ -299,21 +299,28 @@ fn wal_files(dir: &Path) -> Vec<(u64, std::path::PathBuf)> {
     v
 }
 
-#[test]
-fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A database in `dir` that syncs every batch, holding batches 0..100 of thread 0 in
+/// its WAL only (the memtable is far from full), and the options it was opened with.
+fn synced_db_with_100_batches(dir: &Path) -> (Db, Options) {
     let opts = Options {
         sync: SyncPolicy::EveryBatch,
         memtable_budget: 8 << 20,
         ..Options::default()
     };
-    let db = open_when_unlocked(dir.path(), opts.clone()).expect("open");
+    let db = open_when_unlocked(dir, opts.clone()).expect("open");
     let other = db.create_keyspace("other").expect("keyspace");
     let default = db.default_keyspace();
     for n in 0..100 {
         db.write(batch(0, n, &default, &other)).expect("write");
     }
     drop((default, other));
+    (db, opts)
+}
+
+#[test]
+fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, opts) = synced_db_with_100_batches(dir.path());
     db.close().expect("close");
     assert!(
         std::fs::read_dir(dir.path()).expect("ls").all(|e| !e
@@ -363,19 +370,8 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
 #[test]
 fn a_wal_synced_per_commit_is_zeroed_ahead_and_reopens_without_a_torn_tail() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        sync: SyncPolicy::EveryBatch,
-        memtable_budget: 8 << 20,
-        ..Options::default()
-    };
-    let db = open_when_unlocked(dir.path(), opts.clone()).expect("open");
-    let other = db.create_keyspace("other").expect("keyspace");
-    let default = db.default_keyspace();
-    for n in 0..100 {
-        db.write(batch(0, n, &default, &other)).expect("write");
-    }
+    let (db, opts) = synced_db_with_100_batches(dir.path());
     let wal_bytes = db.stats().wal_bytes_written;
-    drop((default, other));
     // Dropped, not closed: nothing but the synced WAL holds the batches.
     drop(db);
 

@@ -162,8 +162,8 @@ pub(crate) fn worker(inner: &Arc<DbInner>) {
     loop {
         {
             let sv = inner.current();
-            if (inner.memtable_expired(&sv) || inner.memtable_feeds_dirty_reads(&sv))
-                && sv.imm.is_empty()
+            if sv.imm.is_empty()
+                && (inner.memtable_expired(&sv) || inner.memtable_feeds_dirty_reads(&sv))
                 && let Err(e) = inner.freeze_if_idle()
             {
                 inner
