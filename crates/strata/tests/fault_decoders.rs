@@ -11,7 +11,7 @@ use strata::iter::InternalIterator;
 use strata::key::MAX_SEQNO;
 use strata::sstable::bloom::BloomFilter;
 use strata::sstable::format::{Footer, unseal_block};
-use strata::sstable::index::FenceValue;
+use strata::sstable::index::{FenceIndex, FenceValue, IndexBuilder};
 use strata::sstable::range_del::decode_range_dels;
 use strata::sstable::{Block, Properties, Table};
 use strata::table::catalog::TableDef;
@@ -64,6 +64,13 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
     match target {
         "sst_block" | "sst_index" => {
             let _ = FenceValue::decode(data);
+            if let Ok(ix) = FenceIndex::decode(data) {
+                let mut b = IndexBuilder::new();
+                for (fence, handle) in ix.iter() {
+                    b.add_fence(fence, handle);
+                }
+                assert_eq!(FenceIndex::decode(&b.finish()).as_ref(), Ok(&ix), "index round trip");
+            }
             if let Ok(b) = Block::decode(data.to_vec()) {
                 let b = Arc::new(b);
                 let mut it = b.iter();

@@ -1,4 +1,5 @@
-//! Fence pointers (index entry values) and index blocks over arbitrary bytes.
+//! Indexes (version 3), fence pointers (version 1 and 2 index entry values) and index
+//! blocks over arbitrary bytes.
 #![no_main]
 
 use std::sync::Arc;
@@ -6,9 +7,16 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 use strata::iter::InternalIterator;
 use strata::sstable::Block;
-use strata::sstable::index::FenceValue;
+use strata::sstable::index::{FenceIndex, FenceValue, IndexBuilder};
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(ix) = FenceIndex::decode(data) {
+        let mut b = IndexBuilder::new();
+        for (fence, handle) in ix.iter() {
+            b.add_fence(fence, handle);
+        }
+        assert_eq!(FenceIndex::decode(&b.finish()).as_ref(), Ok(&ix), "index round trip");
+    }
     if let Ok(v) = FenceValue::decode(data) {
         assert!(v.min_seq <= v.max_seq);
         assert_eq!(FenceValue::decode(&v.encode()), Ok(v), "fence value round trip");

@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use super::block::{BlockBuilder, DEFAULT_RESTART_INTERVAL};
 use super::bloom::{BloomBuilder, BloomPolicy};
 use super::format::{BlockHandle, Compression, Footer, seal_block};
-use super::index::{FenceValue, fence_key};
+use super::index::{IndexBuilder, separator};
 use super::properties::Properties;
 use super::range_del::encode_range_dels;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, user_key};
+use crate::key::{ValueKind, compare_internal, pack_trailer, parse_internal_key, user_key};
 use crate::range_tombstone::RangeTombstone;
 
 /// Largest key or value accepted: block offsets are u32, so an entry must leave room.
@@ -59,22 +59,14 @@ pub trait DataBlockObserver: Send {
     fn data_block(&mut self, offset: u64, first: &[u8], last: &[u8], payload: Vec<u8>);
 }
 
-/// Statistics of the data block being filled.
-#[derive(Debug, Clone, Copy)]
-struct BlockStats {
-    min_seq: SeqNo,
-    max_seq: SeqNo,
-}
-
 /// Builds one table file.
 pub struct TableBuilder {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     opts: TableOptions,
     data: BlockBuilder,
-    index: BlockBuilder,
+    index: IndexBuilder,
     bloom: Option<BloomBuilder>,
-    block: Option<BlockStats>,
     last_key: Vec<u8>,
     props: Properties,
     range_dels: Vec<RangeTombstone>,
@@ -83,8 +75,8 @@ pub struct TableBuilder {
     observer: Option<Box<dyn DataBlockObserver>>,
     /// User key of the first entry of the block being filled (only kept for `observer`).
     block_first: Vec<u8>,
-    /// The fence of the last block cut, waiting for the next key to choose its fence key.
-    pending_fence: Option<FenceValue>,
+    /// The last block cut, waiting for the next key to choose its fence key.
+    pending_fence: Option<BlockHandle>,
 }
 
 impl TableBuilder {
@@ -93,10 +85,8 @@ impl TableBuilder {
         let offset = file.len();
         TableBuilder {
             data: BlockBuilder::new(opts.restart_interval),
-            // Index entries are few and seeks binary-search them, so restart often.
-            index: BlockBuilder::new(1),
+            index: IndexBuilder::new(),
             bloom: BloomPolicy::from_fpr(opts.bloom_fpr).map(BloomBuilder::new),
-            block: None,
             last_key: Vec::new(),
             props: Properties {
                 created_at: opts.created_at,
@@ -155,22 +145,22 @@ impl TableBuilder {
         p.max_seq = p.max_seq.max(parsed.seq);
         p.raw_key_bytes += ikey.len() as u64;
         p.raw_value_bytes += value.len() as u64;
-        if self.block.is_none() && self.observer.is_some() {
+        if self.data.is_empty() && self.observer.is_some() {
             self.block_first.clear();
             self.block_first.extend_from_slice(parsed.user_key);
         }
-        if let Some(fence) = self.pending_fence.take() {
+        if let Some(handle) = self.pending_fence.take() {
             // `last_key` is still the cut block's last key.
-            let key = fence_key(&self.last_key, ikey);
-            self.index
-                .add(key.as_deref().unwrap_or(&self.last_key), &fence.encode());
+            let last = user_key(&self.last_key);
+            if last == parsed.user_key {
+                // The user key spans the cut: the fence must tell its versions apart.
+                let trailer = parse_internal_key(&self.last_key).map(|p| pack_trailer(p.seq, p.kind));
+                self.index.add(last, trailer, handle);
+            } else {
+                let s = separator(last, parsed.user_key);
+                self.index.add(s.as_deref().unwrap_or(last), None, handle);
+            }
         }
-        let s = self.block.get_or_insert(BlockStats {
-            min_seq: parsed.seq,
-            max_seq: parsed.seq,
-        });
-        s.min_seq = s.min_seq.min(parsed.seq);
-        s.max_seq = s.max_seq.max(parsed.seq);
 
         self.data.add(ikey, value);
         self.last_key.clear();
@@ -237,22 +227,15 @@ impl TableBuilder {
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
-        let Some(stats) = self.block.take() else {
+        if self.data.is_empty() {
             return Ok(());
-        };
-        let entries = self.data.num_entries() as u64;
+        }
         let raw = self.data.finish();
         let handle = self.write_block(&raw, self.opts.compression)?;
         if let Some(o) = self.observer.as_mut() {
             o.data_block(handle.offset, &self.block_first, user_key(&self.last_key), raw);
         }
-        let fence = FenceValue {
-            handle,
-            min_seq: stats.min_seq,
-            max_seq: stats.max_seq,
-            entries,
-        };
-        self.pending_fence = Some(fence);
+        self.pending_fence = Some(handle);
         self.props.data_blocks += 1;
         Ok(())
     }
@@ -261,8 +244,8 @@ impl TableBuilder {
     /// the properties.
     pub fn finish(mut self) -> Result<(u64, Properties)> {
         self.flush_data_block()?;
-        if let Some(fence) = self.pending_fence.take() {
-            self.index.add(&self.last_key, &fence.encode());
+        if let Some(handle) = self.pending_fence.take() {
+            self.index.add(user_key(&self.last_key), None, handle);
         }
         let filter_payload = self.bloom.take().map(|b| b.finish().encode()).unwrap_or_default();
         let filter = self.write_block(&filter_payload, Compression::None)?;

@@ -122,21 +122,24 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
     for t in table.range_tombstones() {
         let _ = writeln!(w, "  [{}, {}) @{}", escape(&t.start), escape(&t.end), t.seq);
     }
-    let fences = table.fence_pointers()?;
-    let _ = writeln!(w, "data blocks ({}):", fences.len());
+    let fences = table.fence_pointers();
+    let _ = writeln!(
+        w,
+        "data blocks ({}; index {} bytes on disk, {} in memory):",
+        fences.len(),
+        table.footer().index.size,
+        table.index_memory()
+    );
     for (i, fp) in fences.iter().enumerate() {
-        let v = fp.value;
+        let h = fp.handle;
         let _ = write!(
             w,
-            "  #{i} offset {} size {} entries {} seqnos {}..={} fence {}",
-            v.handle.offset,
-            v.handle.size,
-            v.entries,
-            v.min_seq,
-            v.max_seq,
+            "  #{i} offset {} size {} fence {}",
+            h.offset,
+            h.size,
             show_key(&fp.key)
         );
-        let first = table.block_iter(v.handle).and_then(|mut it| {
+        let first = table.block_iter(h).and_then(|mut it| {
             it.seek_to_first()?;
             Ok(it.valid().then(|| show_key(it.key())))
         });

@@ -14,9 +14,10 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer: 4 handles (16 bytes each), magic, version, crc.
 pub const FOOTER_LEN: usize = 4 * 16 + 8 + 4 + 4;
 
-/// The format version written. 2: a fence key may lie past its block's last key (see
-/// `sstable::index`), which a version-1 reader would take for corruption.
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version written. 2: a fence key may lie past its block's last key, which
+/// a version-1 reader would take for corruption. 3: the index is a prefix-compressed
+/// list of user-key fences with block sizes only (see `sstable::index`).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format version read. Version 1's fence keys are the blocks' last keys, a
 /// case of version 2's.
@@ -271,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn versions_one_and_two_are_read_and_others_refused() {
+    fn versions_one_to_three_are_read_and_others_refused() {
         let with_version = |v: u32| {
             let mut b = sample_footer().encode();
             b[72..76].copy_from_slice(&v.to_le_bytes());
@@ -279,10 +280,10 @@ mod tests {
             b[76..80].copy_from_slice(&crc.to_le_bytes());
             b
         };
-        for v in [1, 2] {
+        for v in [1, 2, 3] {
             assert_eq!(Footer::decode(&with_version(v), 1000).map(|f| f.version), Ok(v));
         }
-        for v in [0, 3, u32::MAX] {
+        for v in [0, 4, u32::MAX] {
             let e = Footer::decode(&with_version(v), 1000).expect_err("refused");
             assert_eq!((e.offset, e.reason), (72, "unsupported table format version"));
         }

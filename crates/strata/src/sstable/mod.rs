@@ -12,26 +12,28 @@
 //!           filter block ++ trailer        (bloom filter; empty payload = no filter)
 //!           range-del block ++ trailer     (range tombstones)
 //!           properties block ++ trailer    (counts, bounds, sizes)
-//!           index block ++ trailer         (one fence pointer per data block)
+//!           index block ++ trailer         (one fence per data block)
 //! size-80:  footer (80 bytes)
 //! ```
 //!
 //! * **Block trailer** (5 bytes, [`format`](mod@format)): compression type `u8` (0 none, 1 LZ4 with
 //!   the uncompressed size prepended as u32 LE) ++ `crc32c(payload ++ type)` u32 LE. A
 //!   block handle `(offset, size)` names the stored payload without its trailer.
-//! * **Data and index blocks** ([`block`]): prefix-compressed entries
+//! * **Data blocks** ([`block`]): prefix-compressed entries
 //!   `varint shared ++ varint unshared ++ varint value_len ++ key delta ++ value`, then
 //!   restart offsets (u32 LE each) and their count (u32 LE). Keys are internal keys
 //!   (`user_key ++ be64(seq << 8 | kind)`) in strictly increasing
 //!   [`crate::key::compare_internal`] order. Only data blocks are ever compressed.
-//! * **Index entries** ([`index`]): key = the data block's last internal key; value =
-//!   varints `offset, size, min_seq, max_seq, entries`.
+//! * **Index** ([`index`]): `varint count ++ varint first block offset`, then per data
+//!   block its fence (a user key between the block's last key and the next block's
+//!   first, prefix-compressed) and `varint size << 1 | explicit trailer`. Versions 1
+//!   and 2 used an ordinary block of internal keys and offset/size/seqno varints.
 //! * **Filter** ([`bloom`]): blocked bloom filter over user keys, 64-byte lines.
 //! * **Range-del block** ([`range_del`]): `varint count ++ (start, end, varint seq)*`.
 //! * **Properties** ([`properties`]): see [`Properties`].
 //! * **Footer** ([`format::Footer`]): `(offset u64 LE, size u64 LE)` for index, filter,
 //!   properties, range-del; then magic `0x5354524154415354` ("STRATAST") u64 LE, format
-//!   version 1 u32 LE, and `crc32c` of the preceding 76 bytes u32 LE.
+//!   version u32 LE (3 written; 1 and 2 read), and `crc32c` of the preceding 76 bytes u32 LE.
 //!
 //! Invariants: every block's checksum is verified on every read from disk; nothing in a
 //! table file can make the reader panic or loop — bad data is an

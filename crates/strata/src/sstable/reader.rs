@@ -1,7 +1,8 @@
 //! Reads an SSTable: point lookups and a two-level (index, then data block) iterator.
 //!
 //! `open` reads and validates the footer and the small meta blocks (index, filter,
-//! properties, range tombstones) and keeps them in memory. Data blocks are read on demand
+//! properties, range tombstones) and keeps them in memory, the index decoded into a
+//! [`FenceIndex`] that seeks binary-search. Data blocks are read on demand
 //! through the shared block cache, keyed by (file number, block offset); every read
 //! from disk verifies the block checksum and decodes (validates) the block before it is
 //! cached, so cached blocks are always well-formed.
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
-use super::index::{FencePointer, FenceValue};
+use super::index::{FenceIndex, FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
 use crate::cache::BlockCache;
@@ -41,7 +42,7 @@ pub struct Table {
     number: u64,
     size: u64,
     footer: Footer,
-    index: Arc<Block>,
+    index: FenceIndex,
     filter: Option<BloomFilter>,
     props: Properties,
     range_dels: Vec<RangeTombstone>,
@@ -89,6 +90,48 @@ fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Resu
     unseal_block_owned(raw).map_err(|e| corrupt(path, h.offset, what, e))
 }
 
+/// Decodes a version-1 or -2 index block (fence keys with [`FenceValue`]s), checking
+/// that its entry counts add up to the properties' `entries`.
+fn legacy_index(block: Arc<Block>, path: &Arc<Path>, at: u64, entries: u64) -> Result<FenceIndex> {
+    let mut index = FenceIndex::default();
+    let mut total = 0u64;
+    let mut it = BlockIter::new(block, Arc::clone(path), at);
+    it.seek_to_first()?;
+    while it.valid() {
+        let v = FenceValue::decode(it.value()).map_err(|e| corrupt(path, at, "fence pointer", e))?;
+        index
+            .push(it.key(), v.handle)
+            .map_err(|reason| Error::corruption(&**path, at, reason.to_string()))?;
+        total = total.saturating_add(v.entries);
+        it.next()?;
+    }
+    if total != entries {
+        return Err(Error::corruption(
+            &**path,
+            at,
+            "index disagrees with the properties block".to_string(),
+        ));
+    }
+    Ok(index)
+}
+
+/// Checks every fence pointer: ascending, disjoint, inside the data region (which ends
+/// where the filter block starts), and one per data block of the properties.
+fn validate_index(index: &FenceIndex, path: &Path, footer: &Footer, props: &Properties) -> Result<()> {
+    let bad = |reason: &str| Error::corruption(path, footer.index.offset, reason.to_string());
+    let mut prev_end = 0u64;
+    for (_, h) in index.iter() {
+        match h.end_with_trailer() {
+            Some(end) if h.offset >= prev_end && end <= footer.filter.offset => prev_end = end,
+            _ => return Err(bad("fence pointer outside the data region or out of order")),
+        }
+    }
+    if index.len() as u64 != props.data_blocks {
+        return Err(bad("index disagrees with the properties block"));
+    }
+    Ok(())
+}
+
 impl Table {
     /// Opens table `number` stored in `file`, validating footer and meta blocks.
     pub fn open(file: Arc<dyn RandomAccessFile>, number: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
@@ -121,42 +164,26 @@ impl Table {
             decode_range_dels(&rd_raw).map_err(|e| corrupt(&path, footer.range_del.offset, "range-del", e))?;
 
         let index_raw = read_payload(&*file, footer.index, "index block")?;
-        let index = Block::decode(index_raw).map_err(|e| corrupt(&path, footer.index.offset, "index block", e))?;
-        let table = Table {
+        let at = footer.index.offset;
+        let index = if footer.version >= 3 {
+            FenceIndex::decode(&index_raw).map_err(|e| corrupt(&path, at, "index block", e))?
+        } else {
+            let block = Block::decode(index_raw).map_err(|e| corrupt(&path, at, "index block", e))?;
+            legacy_index(Arc::new(block), &path, at, props.entries)?
+        };
+        validate_index(&index, &path, &footer, &props)?;
+        Ok(Table {
             file,
             path,
             number,
             size,
             footer,
-            index: Arc::new(index),
+            index,
             filter,
             props,
             range_dels,
             cache,
-        };
-        table.validate_index()?;
-        Ok(table)
-    }
-
-    /// Checks every fence pointer: ascending, disjoint, inside the data region (which
-    /// ends where the filter block starts), and agreeing with the properties.
-    fn validate_index(&self) -> Result<()> {
-        let bad = |reason: &str| Error::corruption(&*self.path, self.footer.index.offset, reason.to_string());
-        let mut prev_end = 0u64;
-        let (mut blocks, mut entries) = (0u64, 0u64);
-        for fp in self.fence_pointers()? {
-            let h = fp.value.handle;
-            match h.end_with_trailer() {
-                Some(end) if h.offset >= prev_end && end <= self.footer.filter.offset => prev_end = end,
-                _ => return Err(bad("fence pointer outside the data region or out of order")),
-            }
-            blocks += 1;
-            entries = entries.saturating_add(fp.value.entries);
-        }
-        if blocks != self.props.data_blocks || entries != self.props.entries {
-            return Err(bad("index disagrees with the properties block"));
-        }
-        Ok(())
+        })
     }
 
     /// Reads a data block through the cache.
@@ -174,18 +201,6 @@ impl Table {
             c.insert(self.number, h.offset, Arc::clone(&block));
         }
         Ok(block)
-    }
-
-    fn index_iter(&self) -> BlockIter {
-        BlockIter::new(
-            Arc::clone(&self.index),
-            Arc::clone(&self.path),
-            self.footer.index.offset,
-        )
-    }
-
-    fn fence_at(&self, it: &BlockIter) -> Result<FenceValue> {
-        FenceValue::decode(it.value()).map_err(|e| corrupt(&self.path, self.footer.index.offset, "fence pointer", e))
     }
 
     /// The table's properties.
@@ -220,20 +235,11 @@ impl Table {
             return Ok(None);
         }
         let target = seek_key(user_key, snapshot.min(MAX_SEQNO));
-        let mut idx = self.index_iter();
-        idx.seek(&target)?;
-        if !idx.valid() {
+        let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
-        }
-        let fence = self.fence_at(&idx)?;
-        // This block holds the first entry >= target. If every seqno in it exceeds the
-        // snapshot, that entry cannot be a visible version of `user_key`, so it belongs
-        // to a later user key: the answer is None without reading the block.
-        if fence.min_seq > snapshot {
-            return Ok(None);
-        }
-        let block = self.read_data_block(fence.handle, Fill::Cache)?;
-        let mut it = BlockIter::new(block, Arc::clone(&self.path), fence.handle.offset);
+        };
+        let block = self.read_data_block(handle, Fill::Cache)?;
+        let mut it = BlockIter::new(block, Arc::clone(&self.path), handle.offset);
         it.seek(&target)?;
         if !it.valid() {
             // The target lies between the block's last key and its fence key, whose user
@@ -243,11 +249,7 @@ impl Table {
         match parse_internal_key(it.key()) {
             Some(p) if p.user_key == user_key => Ok(Some((p.seq, p.kind, it.value().to_vec()))),
             Some(_) => Ok(None),
-            None => Err(Error::corruption(
-                &*self.path,
-                fence.handle.offset,
-                "malformed internal key",
-            )),
+            None => Err(Error::corruption(&*self.path, handle.offset, "malformed internal key")),
         }
     }
 
@@ -260,26 +262,27 @@ impl Table {
     /// cache as `fill` says.
     pub fn iter_with(self: &Arc<Self>, fill: Fill) -> TableIter {
         TableIter {
-            index: self.index_iter(),
+            index: self.index.len(),
             table: Arc::clone(self),
             data: None,
             fill,
         }
     }
 
-    /// Every fence pointer, in order (decodes the whole index).
-    pub fn fence_pointers(&self) -> Result<Vec<FencePointer>> {
-        let mut out = Vec::new();
-        let mut it = self.index_iter();
-        it.seek_to_first()?;
-        while it.valid() {
-            out.push(FencePointer {
-                key: it.key().to_vec(),
-                value: self.fence_at(&it)?,
-            });
-            it.next()?;
-        }
-        Ok(out)
+    /// Every fence pointer, in order.
+    pub fn fence_pointers(&self) -> Vec<FencePointer> {
+        self.index
+            .iter()
+            .map(|(key, handle)| FencePointer {
+                key: key.to_vec(),
+                handle,
+            })
+            .collect()
+    }
+
+    /// Heap bytes of the decoded index.
+    pub fn index_memory(&self) -> usize {
+        self.index.memory()
     }
 
     /// An iterator over one data block (for tools).
@@ -309,10 +312,11 @@ impl Table {
 }
 
 /// Two-level iterator over a table: the index picks the block, the block iterator the
-/// entry. `data` is `None` when unpositioned or past either end.
+/// entry. `index` is a block number (`len()` when past either end); `data` is `None`
+/// when unpositioned or past either end.
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    index: usize,
     data: Option<(u64, BlockIter)>,
     fill: Fill,
 }
@@ -321,18 +325,17 @@ impl TableIter {
     /// Points `data` at the block the index is on (reusing it if already loaded).
     /// Returns false when the index is exhausted.
     fn load_block(&mut self) -> Result<bool> {
-        if !self.index.valid() {
+        let Some(handle) = self.table.index.handle(self.index) else {
             self.data = None;
             return Ok(false);
-        }
-        let fence = self.table.fence_at(&self.index)?;
-        if self.data.as_ref().is_some_and(|(off, _)| *off == fence.handle.offset) {
+        };
+        if self.data.as_ref().is_some_and(|(off, _)| *off == handle.offset) {
             return Ok(true);
         }
         // Cleared first so a failed load leaves the iterator invalid.
         self.data = None;
-        let it = self.table.block_iter_with(fence.handle, self.fill)?;
-        self.data = Some((fence.handle.offset, it));
+        let it = self.table.block_iter_with(handle, self.fill)?;
+        self.data = Some((handle.offset, it));
         Ok(true)
     }
 
@@ -346,7 +349,7 @@ impl TableIter {
 
     fn skip_forward(&mut self) -> Result<()> {
         while self.exhausted_block() {
-            self.index.next()?;
+            self.index += 1;
             if !self.load_block()? {
                 break;
             }
@@ -359,7 +362,8 @@ impl TableIter {
 
     fn skip_backward(&mut self) -> Result<()> {
         while self.exhausted_block() {
-            self.index.prev()?;
+            // Before the first block is past the end too.
+            self.index = self.index.checked_sub(1).unwrap_or(self.table.index.len());
             if !self.load_block()? {
                 break;
             }
@@ -398,7 +402,7 @@ impl InternalIterator for TableIter {
 
     fn seek_to_first(&mut self) -> Result<()> {
         self.guard(|s| {
-            s.index.seek_to_first()?;
+            s.index = 0;
             s.position(|d| d.seek_to_first())?;
             s.skip_forward()
         })
@@ -406,7 +410,8 @@ impl InternalIterator for TableIter {
 
     fn seek_to_last(&mut self) -> Result<()> {
         self.guard(|s| {
-            s.index.seek_to_last()?;
+            let n = s.table.index.len();
+            s.index = n.checked_sub(1).unwrap_or(n);
             s.position(|d| d.seek_to_last())?;
             s.skip_backward()
         })
@@ -414,7 +419,7 @@ impl InternalIterator for TableIter {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.guard(|s| {
-            s.index.seek(target)?;
+            s.index = s.table.index.seek(target);
             s.position(|d| d.seek(target))?;
             s.skip_forward()
         })
@@ -423,10 +428,8 @@ impl InternalIterator for TableIter {
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         self.guard(|s| {
             // The first block whose fence key is >= target holds the answer or follows it.
-            s.index.seek(target)?;
-            if !s.index.valid() {
-                s.index.seek_to_last()?;
-            }
+            let n = s.table.index.len();
+            s.index = s.table.index.seek(target).min(n.saturating_sub(1));
             s.position(|d| d.seek_for_prev(target))?;
             s.skip_backward()
         })

@@ -14,7 +14,7 @@ use crate::cache::BlockCache;
 use crate::error::Error;
 use crate::fs::{FileSystem, RealFs};
 use crate::iter::InternalIterator;
-use crate::key::{SeqNo, ValueKind, compare_internal, internal_key, parse_internal_key, seek_key};
+use crate::key::{SeqNo, ValueKind, compare_internal, internal_key, last_key_of, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -177,7 +177,7 @@ fn roundtrip_get_iterate_properties_with_and_without_lz4() {
         assert_eq!(props.oldest_tombstone_time, Some(200));
         assert_eq!(props.created_at, 42);
         assert!(props.data_blocks > 10);
-        assert_eq!(t.fence_pointers().expect("fences").len() as u64, props.data_blocks);
+        assert_eq!(t.fence_pointers().len() as u64, props.data_blocks);
         assert!(props.filter_size > 0 && props.index_size > 0);
 
         for i in (0..3000).step_by(7) {
@@ -208,7 +208,7 @@ fn fence_keys_are_short_and_lookups_between_them_find_nothing() {
     };
     let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
     let t = open(&path, None).expect("open");
-    let fences: Vec<Vec<u8>> = t.fence_pointers().expect("fences").into_iter().map(|f| f.key).collect();
+    let fences: Vec<Vec<u8>> = t.fence_pointers().into_iter().map(|f| f.key).collect();
     // "apple" | "banana": 'a' + 1 is not below 'b', so the next byte grows (likewise
     // for "banana" | "cherry"); the last block keeps its last key.
     let user = |k: &[u8]| crate::key::user_key(k).to_vec();
@@ -231,7 +231,7 @@ fn fence_keys_are_short_and_lookups_between_them_find_nothing() {
 }
 
 #[test]
-fn get_skips_blocks_newer_than_the_snapshot() {
+fn gets_find_the_versions_of_a_key_split_across_blocks() {
     let dir = tempfile::tempdir().expect("tempdir");
     let es: Entries = vec![
         (internal_key(b"a", 5, ValueKind::Put), b"a5".to_vec()),
@@ -247,12 +247,20 @@ fn get_skips_blocks_newer_than_the_snapshot() {
     let (path, _, props) = write(dir.path(), 1, &es, &[], opts);
     assert_eq!(props.data_blocks, 4);
     assert_eq!(props.filter_size, 0);
-    let cache = Arc::new(BlockCache::new(1 << 20));
-    let t = open(&path, Some(Arc::clone(&cache))).expect("open");
+    let t = open(&path, None).expect("open");
     assert!(t.filter().is_none());
-    // The block holding b@300 has min_seq 300 > 100: no read needed to answer None.
-    assert_eq!(t.get(b"b", 100).expect("get"), None);
-    assert_eq!(cache.misses(), 0);
+    // Between whole user keys a fence is the user key's last internal key; inside "c"
+    // it is c@250 itself, so that c@100 is sent to the block after it.
+    let fences: Vec<Vec<u8>> = t.fence_pointers().into_iter().map(|f| f.key).collect();
+    assert_eq!(
+        fences,
+        [
+            last_key_of(b"a"),
+            last_key_of(b"b"),
+            internal_key(b"c", 250, ValueKind::Put),
+            last_key_of(b"c")
+        ]
+    );
     assert_eq!(
         t.get(b"c", 100).expect("get"),
         Some((20, ValueKind::Delete, Vec::new()))
@@ -260,6 +268,70 @@ fn get_skips_blocks_newer_than_the_snapshot() {
     for uk in [&b"a"[..], b"b", b"c", b"d"] {
         for snap in [0, 5, 19, 20, 100, 250, 299, 300, 1000] {
             assert_eq!(t.get(uk, snap).expect("get"), model_get(&es, uk, snap));
+        }
+    }
+}
+
+/// Rewrites table `path` (written in the current format) with a version-2 index: an
+/// ordinary block of the same fence keys with offset, size, seqno bounds and entry
+/// count per block, as version-2 builders wrote it. Returns the data block count.
+fn rewrite_with_version_2_index(path: &Path) -> u64 {
+    let t = open(path, None).expect("open");
+    let mut index = block::BlockBuilder::new(1);
+    for fp in t.fence_pointers() {
+        let mut it = t.block_iter(fp.handle).expect("block");
+        it.seek_to_first().expect("first");
+        let (mut min_seq, mut max_seq, mut entries) = (SeqNo::MAX, 0, 0);
+        while it.valid() {
+            let seq = parse_internal_key(it.key()).expect("key").seq;
+            (min_seq, max_seq, entries) = (min_seq.min(seq), max_seq.max(seq), entries + 1);
+            it.next().expect("next");
+        }
+        let v = index::FenceValue {
+            handle: fp.handle,
+            min_seq,
+            max_seq,
+            entries,
+        };
+        index.add(&fp.key, &v.encode());
+    }
+    let mut footer = *t.footer();
+    let blocks = t.properties().data_blocks;
+    drop(t);
+    let mut bytes = std::fs::read(path).expect("read");
+    bytes.truncate(footer.index.offset as usize);
+    let (sealed, size) = format::seal_block(&index.finish(), Compression::None);
+    bytes.extend_from_slice(&sealed);
+    footer.index.size = size;
+    footer.version = 2;
+    bytes.extend_from_slice(&footer.encode());
+    std::fs::write(path, &bytes).expect("write");
+    blocks
+}
+
+#[test]
+fn version_2_tables_read_like_version_3_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut es = model(400, 5);
+    // A user key whose versions span blocks: its fences carry trailers.
+    es.extend((0..40).map(|i| (internal_key(b"zz-many", 1000 - i, ValueKind::Put), vec![b'v'; 20])));
+    let (path, _, props) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::None));
+    let v3 = open(&path, None).expect("open");
+    let v3_fences = v3.fence_pointers();
+    assert!(v3.footer().version == 3 && v3_fences.len() > 10);
+    drop(v3);
+    let v3_bytes = std::fs::read(&path).expect("read");
+    assert_eq!(rewrite_with_version_2_index(&path), props.data_blocks);
+    let v2_bytes = std::fs::read(&path).expect("read");
+    assert!(v2_bytes.len() > v3_bytes.len(), "the version-3 index is the smaller");
+    let t = open(&path, None).expect("open version 2");
+    assert_eq!(t.footer().version, 2);
+    assert_eq!(t.fence_pointers(), v3_fences);
+    assert_eq!(scan_fwd(&t).expect("scan"), es);
+    for (ik, _) in es.iter().step_by(7) {
+        let p = parse_internal_key(ik).expect("key");
+        for snap in [p.seq - 1, p.seq, p.seq + 1] {
+            assert_eq!(t.get(p.user_key, snap).expect("get"), model_get(&es, p.user_key, snap));
         }
     }
 }
@@ -341,17 +413,14 @@ fn flipped_bytes_in_every_region_are_corruption() {
     let (path, size, _) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::Lz4));
     let t = open(&path, None).expect("open");
     let f = *t.footer();
-    let fences = t.fence_pointers().expect("fences");
+    let fences = t.fence_pointers();
     drop(t);
     let original = std::fs::read(&path).expect("read");
     let mid = |h: format::BlockHandle| h.offset + h.size / 2;
     let regions = [
-        ("first data block", mid(fences[0].value.handle)),
-        ("last data block", mid(fences[fences.len() - 1].value.handle)),
-        (
-            "data block trailer",
-            fences[3].value.handle.offset + fences[3].value.handle.size,
-        ),
+        ("first data block", mid(fences[0].handle)),
+        ("last data block", mid(fences[fences.len() - 1].handle)),
+        ("data block trailer", fences[3].handle.offset + fences[3].handle.size),
         ("index", mid(f.index)),
         ("filter", mid(f.filter)),
         ("properties", mid(f.properties)),
@@ -508,7 +577,7 @@ fn dump_shows_layout_and_entries() {
     ] {
         assert!(short.contains(needle), "missing {needle:?} in\n{short}");
     }
-    assert!(short.contains(&format!("data blocks ({})", props.data_blocks)));
+    assert!(short.contains(&format!("data blocks ({}; index ", props.data_blocks)));
     assert!(!short.contains("entries:\n"));
     let long = dump(&RealFs, &path, true).expect("dump entries");
     assert_eq!(long.lines().count(), short.lines().count() + 1 + es.len());
