@@ -35,7 +35,7 @@ use std::cmp::Ordering;
 
 use super::format::BlockHandle;
 use crate::codec::{DecodeError, Decoder, put_varint};
-use crate::key::{SeqNo, TRAILER_LEN, compare_internal, user_key};
+use crate::key::{SeqNo, TRAILER_LEN, compare_internal, user_key, user_key_prefix};
 
 /// The shortest user key `s` with `last <= s < next` (user keys, `last < next`), when it
 /// is shorter than `last`: one byte past their common prefix, raised. `None` keeps
@@ -124,11 +124,14 @@ impl IndexBuilder {
     }
 }
 
-/// A table's fences, decoded once at open: internal keys and block handles in order.
+/// A table's fences, decoded once at open: internal keys and block handles in order,
+/// and each fence's user-key prefix as an integer, which settles most comparisons of
+/// a seek.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct FenceIndex {
     keys: Vec<u8>,
     ends: Vec<usize>,
+    prefixes: Vec<u64>,
     handles: Vec<BlockHandle>,
 }
 
@@ -160,10 +163,15 @@ impl FenceIndex {
 
     /// The first block whose fence is `>= target` (`len()` if none).
     pub fn seek(&self, target: &[u8]) -> usize {
+        let prefix = user_key_prefix(user_key(target));
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if compare_internal(self.key(mid), target) == Ordering::Less {
+            let order = match self.prefixes.get(mid).map(|p| p.cmp(&prefix)) {
+                Some(Ordering::Equal) | None => compare_internal(self.key(mid), target),
+                Some(o) => o,
+            };
+            if order == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -179,7 +187,7 @@ impl FenceIndex {
 
     /// Heap bytes held.
     pub fn memory(&self) -> usize {
-        self.keys.capacity() + self.ends.capacity() * 8 + self.handles.capacity() * 16
+        self.keys.capacity() + (self.ends.capacity() + self.prefixes.capacity()) * 8 + self.handles.capacity() * 16
     }
 
     /// Appends a fence; `Err` names why it cannot follow the previous one.
@@ -194,6 +202,7 @@ impl FenceIndex {
         }
         self.keys.extend_from_slice(key);
         self.ends.push(self.keys.len());
+        self.prefixes.push(user_key_prefix(user_key(key)));
         self.handles.push(handle);
         Ok(())
     }
@@ -208,6 +217,7 @@ impl FenceIndex {
         let cap = usize::try_from(count).unwrap_or(usize::MAX).min(d.remaining() / 3);
         ix.handles.reserve(cap);
         ix.ends.reserve(cap);
+        ix.prefixes.reserve(cap);
         let mut key = Vec::new();
         for _ in 0..count {
             let at = d.position();
@@ -308,6 +318,11 @@ mod tests {
         proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(254), Just(255)], 0..6)
     }
 
+    /// Keys around the 8-byte integer prefix: shorter, equal up to it, longer.
+    fn prefix_key() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(255)], 0..12)
+    }
+
     proptest! {
         #[test]
         fn separators_lie_between_the_keys_and_are_shorter(a in small_key(), b in small_key()) {
@@ -328,9 +343,10 @@ mod tests {
         /// and every truncation of the encoding fails to decode.
         #[test]
         fn the_index_round_trips_and_truncations_fail(
-            mut fences in proptest::collection::btree_set((small_key(), 0u64..4, any::<bool>()), 0..40),
+            mut fences in proptest::collection::btree_set((prop_oneof![small_key(), prefix_key()], 0u64..4, any::<bool>()), 0..40),
             sizes in proptest::collection::vec(0u64..100_000, 40),
             first in 0u64..1 << 40,
+            targets in proptest::collection::vec((proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(255)], 0..12), 0u64..6), 0..20),
         ) {
             let mut keys: Vec<Vec<u8>> = std::mem::take(&mut fences)
                 .into_iter()
@@ -350,9 +366,15 @@ mod tests {
             let bytes = b.finish();
             let ix = FenceIndex::decode(&bytes).expect("decodes");
             let got: Vec<(Vec<u8>, BlockHandle)> = ix.iter().map(|(k, h)| (k.to_vec(), h)).collect();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
             for n in 0..bytes.len() {
                 prop_assert!(FenceIndex::decode(&bytes[..n]).is_err(), "prefix of {} bytes decoded", n);
+            }
+            // Seeks (integer prefixes first, whole keys on ties) agree with a linear scan.
+            for (t, seq) in targets {
+                let target = crate::key::seek_key(&t, seq);
+                let first = want.iter().position(|(k, _)| compare_internal(k, &target) != Ordering::Less);
+                prop_assert_eq!(ix.seek(&target), first.unwrap_or(ix.len()));
             }
         }
     }
