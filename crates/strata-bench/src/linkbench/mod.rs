@@ -150,7 +150,15 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
     let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let mut runs = Vec::new();
     for round in 0..a.rounds.max(1) {
-        for &kind in &engines {
+        // Every other round runs the engines in reverse order (A B, B A, ...), so that
+        // whatever the machine carries over from one run into the next (page cache,
+        // writeback of the previous load, a rising load average) falls on each in turn.
+        let order: Vec<EngineKind> = if round % 2 == 1 {
+            engines.iter().rev().copied().collect()
+        } else {
+            engines.clone()
+        };
+        for kind in order {
             let dir = base.join(format!("{}-{}", kind.name(), round + 1));
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
