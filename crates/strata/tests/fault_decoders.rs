@@ -64,12 +64,16 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
     match target {
         "sst_block" | "sst_index" => {
             let _ = FenceValue::decode(data);
-            if let Ok(ix) = FenceIndex::decode(data) {
+            if let Ok(ix) = FenceIndex::decode(data, 1 << 20) {
                 let mut b = IndexBuilder::new();
                 for (fence, handle) in ix.iter() {
                     b.add_fence(fence, handle);
                 }
-                assert_eq!(FenceIndex::decode(&b.finish()).as_ref(), Ok(&ix), "index round trip");
+                assert_eq!(
+                    FenceIndex::decode(&b.finish(), 1 << 20).as_ref(),
+                    Ok(&ix),
+                    "index round trip"
+                );
             }
             if let Ok(b) = Block::decode(data.to_vec()) {
                 let b = Arc::new(b);

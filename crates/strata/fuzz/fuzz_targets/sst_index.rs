@@ -10,12 +10,12 @@ use strata::sstable::Block;
 use strata::sstable::index::{FenceIndex, FenceValue, IndexBuilder};
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(ix) = FenceIndex::decode(data) {
+    if let Ok(ix) = FenceIndex::decode(data, 1 << 20) {
         let mut b = IndexBuilder::new();
         for (fence, handle) in ix.iter() {
             b.add_fence(fence, handle);
         }
-        assert_eq!(FenceIndex::decode(&b.finish()).as_ref(), Ok(&ix), "index round trip");
+        assert_eq!(FenceIndex::decode(&b.finish(), 1 << 20).as_ref(), Ok(&ix), "index round trip");
     }
     if let Ok(v) = FenceValue::decode(data) {
         assert!(v.min_seq <= v.max_seq);

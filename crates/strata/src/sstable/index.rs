@@ -29,7 +29,8 @@
 //! values are [`FenceValue`]s.
 //!
 //! Invariants checked by [`FenceIndex::decode`]: fences strictly increase, explicit
-//! trailers carry a valid kind, offsets do not overflow, and nothing trails the entries.
+//! trailers carry a valid kind, offsets do not overflow, the fences fit the caller's
+//! key budget, and nothing trails the entries.
 
 use std::cmp::Ordering;
 
@@ -37,9 +38,11 @@ use super::format::BlockHandle;
 use crate::codec::{DecodeError, Decoder, put_varint};
 use crate::key::{SeqNo, TRAILER_LEN, compare_internal, user_key, user_key_prefix};
 
-/// The shortest user key `s` with `last <= s < next` (user keys, `last < next`), when it
-/// is shorter than `last`: one byte past their common prefix, raised. `None` keeps
-/// `last`: when it is a prefix of `next` or nothing shorter exists.
+/// A user key `s` with `last <= s < next` (user keys, `last < next`) shorter than
+/// `last`: `last` cut one byte past the common prefix and that byte raised, or, when
+/// it cannot be raised, cut at the first later byte that can. `None` keeps `last`: when
+/// it is a prefix of `next` or no such cut is shorter (like RocksDB, this never looks
+/// at `next`'s own prefixes, which could sometimes be shorter still).
 ///
 /// Short fences are what RocksDB's `FindShortestSeparator` buys: for random 16-byte keys
 /// a fence shrinks to about 9 bytes.
@@ -190,8 +193,12 @@ impl FenceIndex {
         self.keys.capacity() + (self.ends.capacity() + self.prefixes.capacity()) * 8 + self.handles.capacity() * 16
     }
 
-    /// Appends a fence; `Err` names why it cannot follow the previous one.
-    pub(crate) fn push(&mut self, key: &[u8], handle: BlockHandle) -> Result<(), &'static str> {
+    /// Appends a fence; `Err` names why it cannot follow the previous one, or why the
+    /// fences would outgrow `key_budget` bytes in all.
+    pub(crate) fn push(&mut self, key: &[u8], handle: BlockHandle, key_budget: u64) -> Result<(), &'static str> {
+        if (self.keys.len() + key.len()) as u64 > key_budget {
+            return Err("fences longer than the table's keys");
+        }
         if crate::key::parse_internal_key(key).is_none() {
             return Err("fence is not an internal key");
         }
@@ -207,8 +214,14 @@ impl FenceIndex {
         Ok(())
     }
 
-    /// Decodes a version-3 index payload.
-    pub fn decode(payload: &[u8]) -> Result<FenceIndex, DecodeError> {
+    /// Decodes a version-3 index payload whose fences take at most `key_budget` bytes
+    /// in all (as internal keys).
+    ///
+    /// A fence is no longer than its block's last key, so a table's fences never exceed
+    /// the bytes of all its keys ([`Properties::raw_key_bytes`](super::Properties)): the
+    /// budget keeps a crafted index, whose entries can each repeat a long shared
+    /// prefix for a few bytes, from growing memory with the square of its size.
+    pub fn decode(payload: &[u8], key_budget: u64) -> Result<FenceIndex, DecodeError> {
         let mut d = Decoder::new(payload);
         let count = d.varint()?;
         let mut offset = d.varint()?;
@@ -236,7 +249,7 @@ impl FenceIndex {
             }
             let handle = BlockHandle { offset, size: v >> 1 };
             offset = handle.end_with_trailer().ok_or_else(|| err("block handle overflows"))?;
-            ix.push(&key, handle).map_err(err)?;
+            ix.push(&key, handle, key_budget).map_err(err)?;
         }
         if !d.is_empty() {
             return Err(DecodeError {
@@ -364,11 +377,11 @@ mod tests {
                 offset = h.end_with_trailer().expect("small");
             }
             let bytes = b.finish();
-            let ix = FenceIndex::decode(&bytes).expect("decodes");
+            let ix = FenceIndex::decode(&bytes, u64::MAX).expect("decodes");
             let got: Vec<(Vec<u8>, BlockHandle)> = ix.iter().map(|(k, h)| (k.to_vec(), h)).collect();
             prop_assert_eq!(&got, &want);
             for n in 0..bytes.len() {
-                prop_assert!(FenceIndex::decode(&bytes[..n]).is_err(), "prefix of {} bytes decoded", n);
+                prop_assert!(FenceIndex::decode(&bytes[..n], u64::MAX).is_err(), "prefix of {} bytes decoded", n);
             }
             // Seeks (integer prefixes first, whole keys on ties) agree with a linear scan.
             for (t, seq) in targets {
@@ -389,7 +402,7 @@ mod tests {
         b.add(b"b", None, h(0, 10));
         b.add(b"d", Some(crate::key::pack_trailer(7, ValueKind::Put)), h(15, 10));
         b.add(b"d", None, h(30, 10));
-        let ix = FenceIndex::decode(&b.finish()).expect("decodes");
+        let ix = FenceIndex::decode(&b.finish(), u64::MAX).expect("decodes");
         assert_eq!(ix.len(), 3);
         let at = |k: &[u8], seq| ix.seek(&crate::key::seek_key(k, seq));
         assert_eq!(at(b"a", 9), 0);
@@ -410,14 +423,14 @@ mod tests {
         b.add(b"b", None, h(0, 10));
         b.add(b"a", None, h(15, 10));
         assert_eq!(
-            FenceIndex::decode(&b.finish()).map_err(|e| e.reason),
+            FenceIndex::decode(&b.finish(), u64::MAX).map_err(|e| e.reason),
             Err("fence keys out of order")
         );
 
         let mut b = IndexBuilder::new();
         b.add(b"b", Some((9 << 8) | 0x7f), h(0, 10));
         assert_eq!(
-            FenceIndex::decode(&b.finish()).map_err(|e| e.reason),
+            FenceIndex::decode(&b.finish(), u64::MAX).map_err(|e| e.reason),
             Err("fence is not an internal key")
         );
 
@@ -426,7 +439,7 @@ mod tests {
         let mut bytes = b.finish();
         bytes.push(0);
         assert_eq!(
-            FenceIndex::decode(&bytes).map_err(|e| e.reason),
+            FenceIndex::decode(&bytes, u64::MAX).map_err(|e| e.reason),
             Err("trailing bytes after the index")
         );
 
@@ -434,15 +447,39 @@ mod tests {
         let mut huge = Vec::new();
         put_varint(&mut huge, u64::MAX);
         put_varint(&mut huge, 0);
-        assert!(FenceIndex::decode(&huge).is_err());
+        assert!(FenceIndex::decode(&huge, u64::MAX).is_err());
         // An offset near the top of the range cannot overflow.
         let mut b = IndexBuilder::new();
         b.add(b"a", None, h(u64::MAX - 3, 1));
         b.add(b"b", None, h(0, 1));
         assert_eq!(
-            FenceIndex::decode(&b.finish()).map_err(|e| e.reason),
+            FenceIndex::decode(&b.finish(), u64::MAX).map_err(|e| e.reason),
             Err("block handle overflows")
         );
+    }
+
+    #[test]
+    fn fences_repeating_a_long_prefix_stop_at_the_key_budget() {
+        // Each entry after the first costs 13 bytes but decodes to a 4 KiB fence.
+        let long = vec![b'k'; 4096];
+        let mut b = IndexBuilder::new();
+        for i in 0..200u64 {
+            b.add(
+                &long,
+                Some(crate::key::pack_trailer(1000 - i, ValueKind::Put)),
+                h(i * 6, 1),
+            );
+        }
+        let bytes = b.finish();
+        assert!(bytes.len() < 4096 + 200 * 16);
+        let all = FenceIndex::decode(&bytes, u64::MAX).expect("decodes");
+        assert_eq!(all.len(), 200);
+        let budget = 50 * (4096 + 8);
+        assert_eq!(
+            FenceIndex::decode(&bytes, budget).map_err(|e| e.reason),
+            Err("fences longer than the table's keys")
+        );
+        assert_eq!(FenceIndex::decode(&bytes, 200 * (4096 + 8)).map(|ix| ix.len()), Ok(200));
     }
 
     #[test]

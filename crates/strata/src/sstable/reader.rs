@@ -92,7 +92,13 @@ fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Resu
 
 /// Decodes a version-1 or -2 index block (fence keys with [`FenceValue`]s), checking
 /// that its entry counts add up to the properties' `entries`.
-fn legacy_index(block: Arc<Block>, path: &Arc<Path>, at: u64, entries: u64) -> Result<FenceIndex> {
+fn legacy_index(
+    block: Arc<Block>,
+    path: &Arc<Path>,
+    at: u64,
+    props: &Properties,
+    key_budget: u64,
+) -> Result<FenceIndex> {
     let mut index = FenceIndex::default();
     let mut total = 0u64;
     let mut it = BlockIter::new(block, Arc::clone(path), at);
@@ -100,12 +106,12 @@ fn legacy_index(block: Arc<Block>, path: &Arc<Path>, at: u64, entries: u64) -> R
     while it.valid() {
         let v = FenceValue::decode(it.value()).map_err(|e| corrupt(path, at, "fence pointer", e))?;
         index
-            .push(it.key(), v.handle)
+            .push(it.key(), v.handle, key_budget)
             .map_err(|reason| Error::corruption(&**path, at, reason.to_string()))?;
         total = total.saturating_add(v.entries);
         it.next()?;
     }
-    if total != entries {
+    if total != props.entries {
         return Err(Error::corruption(
             &**path,
             at,
@@ -165,11 +171,14 @@ impl Table {
 
         let index_raw = read_payload(&*file, footer.index, "index block")?;
         let at = footer.index.offset;
+        // Every fence is at most its block's last key; and keys are in data blocks,
+        // which LZ4 shrinks at most 255-fold.
+        let key_budget = props.raw_key_bytes.min(footer.filter.offset.saturating_mul(256));
         let index = if footer.version >= 3 {
-            FenceIndex::decode(&index_raw).map_err(|e| corrupt(&path, at, "index block", e))?
+            FenceIndex::decode(&index_raw, key_budget).map_err(|e| corrupt(&path, at, "index block", e))?
         } else {
             let block = Block::decode(index_raw).map_err(|e| corrupt(&path, at, "index block", e))?;
-            legacy_index(Arc::new(block), &path, at, props.entries)?
+            legacy_index(Arc::new(block), &path, at, &props, key_budget)?
         };
         validate_index(&index, &path, &footer, &props)?;
         Ok(Table {

@@ -337,6 +337,38 @@ fn version_2_tables_read_like_version_3_ones() {
 }
 
 #[test]
+fn an_index_of_fences_longer_than_the_tables_keys_is_corruption() {
+    // Well-formed and checksummed, in order, naming the right blocks, but each fence is
+    // 5 KB: more than all the table's keys together, which no builder writes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _, props) = write(dir.path(), 1, &model(100, 8), &[], small_blocks(Compression::None));
+    let t = open(&path, None).expect("open");
+    let mut index = index::IndexBuilder::new();
+    for fp in t.fence_pointers() {
+        let mut k = vec![b'z'; 5000];
+        k.extend_from_slice(crate::key::user_key(&fp.key));
+        index.add(&k, None, fp.handle);
+    }
+    assert!(5000 * props.data_blocks > props.raw_key_bytes);
+    let mut footer = *t.footer();
+    drop(t);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes.truncate(footer.index.offset as usize);
+    let (sealed, size) = format::seal_block(&index.finish(), Compression::None);
+    bytes.extend_from_slice(&sealed);
+    footer.index.size = size;
+    bytes.extend_from_slice(&footer.encode());
+    std::fs::write(&path, &bytes).expect("write");
+    match open(&path, None) {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, path);
+            assert!(reason.contains("fences longer than the table's keys"), "{reason}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
 fn builder_rejects_bad_keys_without_panicking() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("x.sst");
