@@ -207,6 +207,7 @@ impl MemTable {
             mem: self.clone(),
             ks,
             cur: None,
+            back: Vec::new(),
         }
     }
 
@@ -225,17 +226,35 @@ impl MemTable {
 }
 
 /// A positioned cursor over one keyspace of a memtable. It holds the memtable, so the
-/// entry it points at stays valid; moving forward follows a link, moving back searches.
+/// entry it points at stays valid; moving forward follows a link, moving back searches
+/// (the list has no back links) for the run of entries before the current one and then
+/// steps through that run.
+///
+/// The run is read once, so an entry inserted into it afterwards is not visited going
+/// back. Such an entry is newer than every snapshot the cursor serves: a batch becomes
+/// visible only after all its entries are in the memtable.
 pub struct MemTableIter {
     mem: std::sync::Arc<MemTable>,
     ks: u32,
     cur: Option<Position>,
+    /// Entries just before `cur`, ascending; the next `prev` steps take them from the end.
+    back: Vec<Position>,
 }
 
 impl MemTableIter {
     /// The position of `e` if it belongs to keyspace `ks`.
     fn position_in(ks: u32, e: Option<skiplist::Entry<'_>>) -> Option<Position> {
         e.filter(|e| e.ks() == ks).map(|e| e.position())
+    }
+
+    /// Moves to the last entry of `back` (taking it out), or past the start.
+    fn step_back(&mut self) {
+        // SAFETY: `back` holds positions of `self.mem`'s list only, which it keeps alive.
+        let e = self.back.pop().map(|p| unsafe { self.mem.map.at(p) });
+        self.cur = Self::position_in(self.ks, e);
+        if self.cur.is_none() {
+            self.back.clear();
+        }
     }
 
     fn entry(&self) -> Option<skiplist::Entry<'_>> {
@@ -250,10 +269,12 @@ impl InternalIterator for MemTableIter {
         self.cur.is_some()
     }
     fn seek_to_first(&mut self) -> Result<()> {
+        self.back.clear();
         self.cur = Self::position_in(self.ks, self.mem.map.seek_keyspace(self.ks));
         Ok(())
     }
     fn seek_to_last(&mut self) -> Result<()> {
+        self.back.clear();
         let e = match self.ks.checked_add(1) {
             Some(n) => self.mem.map.seek_back_keyspace(n),
             None => self.mem.map.last(),
@@ -262,23 +283,33 @@ impl InternalIterator for MemTableIter {
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.back.clear();
         self.cur = Self::position_in(self.ks, self.mem.map.seek(self.ks, target, false));
         Ok(())
     }
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        self.cur = Self::position_in(self.ks, self.mem.map.seek_back(self.ks, target, true));
+        // One search finds the entry and the run before it, for the `prev`s that follow.
+        self.mem.map.run_before(self.ks, target, true, &mut self.back);
+        self.step_back();
         Ok(())
     }
     fn next(&mut self) -> Result<()> {
+        self.back.clear();
         let e = self.entry().and_then(|e| self.mem.map.next_entry(e));
         self.cur = Self::position_in(self.ks, e);
         Ok(())
     }
     fn prev(&mut self) -> Result<()> {
-        let e = self
-            .entry()
-            .and_then(|e| self.mem.map.seek_back(self.ks, e.key(), false));
-        self.cur = Self::position_in(self.ks, e);
+        if self.back.is_empty()
+            && let Some(p) = self.cur
+        {
+            // SAFETY: `cur` is a position of `self.mem`'s list, which it keeps alive.
+            let e = unsafe { self.mem.map.at(p) };
+            self.mem.map.run_before(self.ks, e.key(), false, &mut self.back);
+        } else if self.cur.is_none() {
+            self.back.clear();
+        }
+        self.step_back();
         Ok(())
     }
     fn key(&self) -> &[u8] {
@@ -331,6 +362,58 @@ mod tests {
             it.prev().unwrap();
         }
         assert_eq!(back, vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+    }
+
+    proptest::proptest! {
+        /// Any mix of seeks and steps in both directions lands where a sorted model
+        /// says: the run a backward step keeps must be dropped by every other move.
+        #[test]
+        fn cursor_moves_in_any_order_match_a_sorted_model(
+            keys in proptest::collection::btree_set((0u32..3, 0u16..300), 1..300),
+            ops in proptest::collection::vec((0u8..6, 0u16..300), 1..60),
+        ) {
+            let m = Arc::new(MemTable::new(1, 0));
+            let ik = |k: u16| crate::key::internal_key(&k.to_be_bytes(), 1, ValueKind::Put);
+            for &(ks, k) in &keys {
+                m.add(ks, &k.to_be_bytes(), 1, ValueKind::Put, b"v");
+            }
+            let model: Vec<Vec<u8>> = keys.iter().filter(|(ks, _)| *ks == 1).map(|&(_, k)| ik(k)).collect();
+            let mut it = m.iter(1);
+            let mut at: Option<usize> = None;
+            for (op, k) in ops {
+                let target = ik(k);
+                match op {
+                    0 => {
+                        it.seek(&target).expect("seek");
+                        at = model.iter().position(|x| crate::key::compare_internal(x, &target).is_ge());
+                    }
+                    1 => {
+                        it.seek_for_prev(&target).expect("seek_for_prev");
+                        at = model.iter().rposition(|x| crate::key::compare_internal(x, &target).is_le());
+                    }
+                    2 => {
+                        it.next().expect("next");
+                        at = at.map(|i| i + 1).filter(|&i| i < model.len());
+                    }
+                    3 => {
+                        it.prev().expect("prev");
+                        at = at.and_then(|i| i.checked_sub(1));
+                    }
+                    4 => {
+                        it.seek_to_first().expect("first");
+                        at = (!model.is_empty()).then_some(0);
+                    }
+                    _ => {
+                        it.seek_to_last().expect("last");
+                        at = model.len().checked_sub(1);
+                    }
+                }
+                proptest::prop_assert_eq!(it.valid(), at.is_some());
+                if let Some(i) = at {
+                    proptest::prop_assert_eq!(it.key(), model[i].as_slice());
+                }
+            }
+        }
     }
 
     #[test]
