@@ -126,8 +126,9 @@ pub fn user_key_prefix(user_key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// The packed `seq << 8 | kind` of an internal key (0 if it is too short).
 #[inline]
-fn trailer(ikey: &[u8]) -> u64 {
+pub(crate) fn trailer(ikey: &[u8]) -> u64 {
     if ikey.len() < TRAILER_LEN {
         return 0;
     }

@@ -31,9 +31,9 @@ impl HotRanges {
         let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for t in tables {
             let mut lo = t.properties().smallest_user_key.clone();
-            for fp in t.fence_pointers() {
-                let hi = user_key(&fp.key).to_vec();
-                if cache.contains(t.number(), fp.handle.offset) {
+            for (fence, handle) in t.fences() {
+                let hi = user_key(fence).to_vec();
+                if cache.contains(t.number(), handle.offset) {
                     ranges.push((lo, hi.clone()));
                 }
                 lo = hi;

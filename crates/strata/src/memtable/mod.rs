@@ -238,6 +238,7 @@ pub struct MemTableIter {
     ks: u32,
     cur: Option<Position>,
     /// Entries just before `cur`, ascending; the next `prev` steps take them from the end.
+    /// Empty whenever `cur` is `None`.
     back: Vec<Position>,
 }
 
@@ -306,8 +307,6 @@ impl InternalIterator for MemTableIter {
             // SAFETY: `cur` is a position of `self.mem`'s list, which it keeps alive.
             let e = unsafe { self.mem.map.at(p) };
             self.mem.map.run_before(self.ks, e.key(), false, &mut self.back);
-        } else if self.cur.is_none() {
-            self.back.clear();
         }
         self.step_back();
         Ok(())

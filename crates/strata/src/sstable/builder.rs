@@ -17,7 +17,7 @@ use super::properties::Properties;
 use super::range_del::encode_range_dels;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{ValueKind, compare_internal, pack_trailer, parse_internal_key, user_key};
+use crate::key::{ValueKind, compare_internal, parse_internal_key, user_key};
 use crate::range_tombstone::RangeTombstone;
 
 /// Largest key or value accepted: block offsets are u32, so an entry must leave room.
@@ -154,8 +154,7 @@ impl TableBuilder {
             let last = user_key(&self.last_key);
             if last == parsed.user_key {
                 // The user key spans the cut: the fence must tell its versions apart.
-                let trailer = parse_internal_key(&self.last_key).map(|p| pack_trailer(p.seq, p.kind));
-                self.index.add(last, trailer, handle);
+                self.index.add(last, Some(crate::key::trailer(&self.last_key)), handle);
             } else {
                 let s = separator(last, parsed.user_key);
                 self.index.add(s.as_deref().unwrap_or(last), None, handle);

@@ -66,8 +66,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
     let w = &mut out;
     let _ = writeln!(w, "table {} ({} bytes)", path.display(), table.file_size());
     let f = table.footer();
-    let version = table.footer().version;
-    let _ = writeln!(w, "footer: format version {version}, magic {TABLE_MAGIC:#018x}");
+    let _ = writeln!(w, "footer: format version {}, magic {TABLE_MAGIC:#018x}", f.version);
     for (name, h) in [
         ("index", f.index),
         ("filter", f.filter),
@@ -127,7 +126,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
         w,
         "data blocks ({}; index {} bytes on disk, {} in memory):",
         fences.len(),
-        table.footer().index.size,
+        f.index.size,
         table.index_memory()
     );
     for (i, fp) in fences.iter().enumerate() {

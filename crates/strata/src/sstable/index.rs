@@ -104,11 +104,7 @@ impl IndexBuilder {
 
     /// Appends a fence given as an internal key: a zero trailer is the implicit one.
     pub fn add_fence(&mut self, fence: &[u8], handle: BlockHandle) {
-        let t = fence.len().checked_sub(TRAILER_LEN).map_or(0, |at| {
-            let mut b = [0u8; TRAILER_LEN];
-            b.copy_from_slice(&fence[at..]);
-            u64::from_be_bytes(b)
-        });
+        let t = crate::key::trailer(fence);
         self.add(user_key(fence), (t != 0).then_some(t), handle);
     }
 

@@ -278,10 +278,14 @@ impl Table {
         }
     }
 
-    /// Every fence pointer, in order.
+    /// Every fence key and block handle, in order, borrowed from the decoded index.
+    pub fn fences(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> + '_ {
+        self.index.iter()
+    }
+
+    /// Every fence pointer, in order (owned copies, for tools and tests).
     pub fn fence_pointers(&self) -> Vec<FencePointer> {
-        self.index
-            .iter()
+        self.fences()
             .map(|(key, handle)| FencePointer {
                 key: key.to_vec(),
                 handle,
@@ -419,8 +423,8 @@ impl InternalIterator for TableIter {
 
     fn seek_to_last(&mut self) -> Result<()> {
         self.guard(|s| {
-            let n = s.table.index.len();
-            s.index = n.checked_sub(1).unwrap_or(n);
+            // An empty index leaves 0, past its end.
+            s.index = s.table.index.len().saturating_sub(1);
             s.position(|d| d.seek_to_last())?;
             s.skip_backward()
         })
