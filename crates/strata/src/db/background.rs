@@ -160,6 +160,7 @@ fn flush_keyspace(
 
 pub(crate) fn worker(inner: &Arc<DbInner>) {
     loop {
+        inner.retired.purge();
         {
             let sv = inner.current();
             if sv.imm.is_empty()
@@ -406,6 +407,8 @@ impl DbInner {
         bg.manual -= 1;
         drop(bg);
         self.bg_cv.notify_all();
+        // A manual compaction is maintenance the caller waits for: its inputs go now.
+        self.retired.purge();
         r
     }
 
@@ -430,6 +433,8 @@ impl DbInner {
                     .pick(&sv.version, &self.opts, &bg.busy, &bg.paused, self.delete_clock())
                     .is_none();
             if idle {
+                drop(bg);
+                self.retired.purge();
                 return Ok(());
             }
             self.bg_cv.notify_all();

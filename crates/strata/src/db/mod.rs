@@ -79,6 +79,8 @@ pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
     pub table_cache: Arc<TableCache>,
+    /// Removed SSTables whose last holder let go, for the workers to unlink.
+    pub retired: Arc<crate::version::ObsoleteFiles>,
     pub block_cache: Option<Arc<BlockCache>>,
     pub versions: Mutex<VersionSet>,
     pub sv: RwLock<Arc<SuperVersion>>,
@@ -318,6 +320,7 @@ impl Db {
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
+        self.inner.retired.close();
         let r = {
             let mut wal = self.inner.wal.lock();
             match wal.take() {

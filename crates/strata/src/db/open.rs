@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
 use crate::version::set::VersionSet;
-use crate::version::{FileContext, VersionEdit};
+use crate::version::{FileContext, ObsoleteFiles, VersionEdit};
 use crate::wal;
 
 const LOCK_FILE: &str = "LOCK";
@@ -88,9 +88,11 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         opts.max_open_files,
         block_cache.clone(),
     ));
+    let retired = Arc::new(ObsoleteFiles::new(fs.clone()));
     let ctx = || FileContext {
         dir: dir.clone(),
         fs: fs.clone(),
+        retired: retired.clone(),
         table_cache: table_cache.clone(),
     };
     let mut vs = match VersionSet::recover(ctx())? {
@@ -166,6 +168,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     Ok(DbInner {
         dir,
         table_cache,
+        retired,
         block_cache,
         versions: Mutex::new(vs),
         sv: RwLock::new(Arc::new(SuperVersion {

@@ -4,7 +4,7 @@
 //! A [`Version`] is immutable; readers and compactions hold an `Arc` to the one they
 //! started with. Each SSTable is a [`TableFile`] shared by every version that lists it;
 //! once an edit removes it, it is marked obsolete and the file is deleted when the last
-//! version (or iterator) holding it lets go.
+//! version (or iterator) holding it lets go ([`obsolete`]).
 //!
 //! Invariants: within a run, files are sorted by key and their user-key ranges are
 //! disjoint (no user key is split across two files of a run); within a level, runs are
@@ -15,6 +15,7 @@
 
 pub mod edit;
 pub mod manifest;
+pub mod obsolete;
 pub mod set;
 
 use std::collections::{BTreeMap, HashMap};
@@ -23,8 +24,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cache::TableCache;
-use crate::fs::FileSystem;
 pub use edit::{FileMeta, NewFile, VersionEdit};
+pub use obsolete::ObsoleteFiles;
 
 /// One SSTable as known to the versions.
 pub struct TableFile {
@@ -32,7 +33,7 @@ pub struct TableFile {
     pub meta: FileMeta,
     obsolete: AtomicBool,
     path: PathBuf,
-    fs: Arc<dyn FileSystem>,
+    retired: Arc<ObsoleteFiles>,
     table_cache: Arc<TableCache>,
 }
 
@@ -60,7 +61,8 @@ impl TableFile {
     }
 }
 
-/// Marks files removed by a durable edit: each is deleted when its last holder drops it.
+/// Marks files removed by a durable edit: each is queued for unlinking when its last
+/// holder drops it.
 pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
     for f in files {
         f.obsolete.store(true, Ordering::SeqCst);
@@ -71,8 +73,7 @@ impl Drop for TableFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::SeqCst) {
             self.table_cache.evict(self.meta.number);
-            // A failed unlink only leaks space; the next open sweeps unreferenced files.
-            let _ = self.fs.remove(&self.path);
+            self.retired.retire(std::mem::take(&mut self.path));
         }
     }
 }
@@ -167,7 +168,8 @@ pub struct Version {
 /// What applying an edit needs to create [`TableFile`]s.
 pub(crate) struct FileContext {
     pub dir: PathBuf,
-    pub fs: Arc<dyn FileSystem>,
+    pub fs: Arc<dyn crate::fs::FileSystem>,
+    pub retired: Arc<ObsoleteFiles>,
     pub table_cache: Arc<TableCache>,
 }
 
@@ -237,7 +239,7 @@ impl Version {
                     meta: nf.meta.clone(),
                     obsolete: AtomicBool::new(false),
                     path: ctx.dir.join(crate::sstable::table_file_name(nf.meta.number)),
-                    fs: ctx.fs.clone(),
+                    retired: ctx.retired.clone(),
                     table_cache: ctx.table_cache.clone(),
                 }),
             };
@@ -317,5 +319,65 @@ impl Version {
             .values()
             .flat_map(|k| k.files().map(|f| f.number()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, RealFs};
+
+    #[test]
+    fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
+        let ctx = FileContext {
+            dir: dir.path().to_path_buf(),
+            fs: fs.clone(),
+            retired: Arc::new(ObsoleteFiles::new(fs.clone())),
+            table_cache: Arc::new(TableCache::new(fs, dir.path().to_path_buf(), 4, None)),
+        };
+        let path = dir.path().join(crate::sstable::table_file_name(7));
+        std::fs::write(&path, b"table").unwrap();
+        let meta = FileMeta {
+            number: 7,
+            size: 5,
+            smallest: b"a".to_vec(),
+            largest: b"z".to_vec(),
+            min_seq: 1,
+            max_seq: 1,
+            entries: 1,
+            tombstones: 0,
+            range_tombstones: 0,
+            oldest_tombstone_time: None,
+            raw_bytes: 2,
+        };
+        let add = VersionEdit {
+            new_keyspaces: vec![(0, "default".into())],
+            new_files: vec![NewFile {
+                keyspace: 0,
+                level: 0,
+                run: 1,
+                meta,
+            }],
+            ..Default::default()
+        };
+        let (v1, _) = Version::default().apply(&add, &ctx).unwrap();
+        let remove = VersionEdit {
+            deleted_files: vec![(0, 7)],
+            ..Default::default()
+        };
+        let (v2, removed) = v1.apply(&remove, &ctx).unwrap();
+        assert!(v2.live_files().is_empty());
+        mark_obsolete(&removed);
+        drop(removed);
+        assert!(path.exists(), "an older version still holds the file");
+        assert_eq!(ctx.retired.pending(), 0);
+        // The reader holding the old version lets go: nothing is unlinked on its thread.
+        drop(v1);
+        assert!(path.exists(), "the last holder unlinked the file itself");
+        assert_eq!(ctx.retired.pending(), 1);
+        assert_eq!(ctx.retired.purge(), 1);
+        assert!(!path.exists());
     }
 }
