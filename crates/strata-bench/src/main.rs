@@ -15,6 +15,12 @@ mod tiering;
 
 use clap::{Parser, Subcommand};
 
+/// jemalloc for every allocation of the process (see Cargo.toml for why and the
+/// measurement): its per-thread caches take frees of blocks that other threads
+/// allocated without locking the allocating thread's arena.
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Errors of the benchmark driver: any error, with a message for the user.
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
 /// Result of the benchmark driver.
