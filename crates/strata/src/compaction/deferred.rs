@@ -8,6 +8,10 @@
 //! neither does, and a crash before the edit leaves the old files, which the next
 //! compaction re-discovers.
 //!
+//! Versions the purge thread has already cleaned (`table::purge`: it wrote the
+//! deferred deletes of every secondary entry of the version) are recorded in
+//! [`PurgedVersions`]; a compaction that drops one of them emits nothing for it.
+//!
 //! Invariant relied on by point lookups: a `DeferredDelete(k, s)` always lands in a run
 //! at least as new as the run holding `Put(k, s)`. The put was flushed together with its
 //! primary version (one memtable serves all keyspaces), and the delete's run is created
@@ -15,6 +19,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
 
 use super::job::DropSink;
 use super::output::JobContext;
@@ -47,9 +54,74 @@ impl std::fmt::Debug for DeferredRegistry {
     }
 }
 
+/// Versions recorded at most; past it the record starts over. Forgetting is safe: a
+/// compaction then emits deferred deletes the purge already wrote, which is what it did
+/// before versions were recorded at all (duplicates annihilate).
+const PURGED_CAP: usize = 1 << 16;
+
+/// A row version: primary keyspace, seqno, primary key.
+type VersionId = (u32, SeqNo, Box<[u8]>);
+
+/// Row versions `(primary keyspace, pk, seqno)` whose secondary entries all have their
+/// deferred deletes written already, durably. Kept in memory only: after a restart
+/// compactions emit the duplicates.
+#[derive(Debug, Default)]
+pub struct PurgedVersions {
+    set: Mutex<HashSet<VersionId>>,
+    /// `set.len()`, readable without the lock (compactions skip the lookup at 0).
+    len: AtomicUsize,
+    /// Per primary keyspace, versions a compaction dropped without emitting.
+    spared: Mutex<BTreeMap<u32, u64>>,
+}
+
+impl PurgedVersions {
+    /// Records that every secondary entry of `(ks, pk, seq)` has its deferred delete
+    /// written. REQUIRES: those deletes are committed.
+    pub fn record(&self, ks: u32, pk: &[u8], seq: SeqNo) {
+        let mut set = self.set.lock();
+        if set.len() >= PURGED_CAP {
+            set.clear();
+        }
+        set.insert((ks, seq, pk.into()));
+        self.len.store(set.len(), Ordering::Relaxed);
+    }
+
+    /// True (and forgets it) if `(ks, pk, seq)` was recorded.
+    pub fn take(&self, ks: u32, pk: &[u8], seq: SeqNo) -> bool {
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut set = self.set.lock();
+        let hit = set.remove(&(ks, seq, Box::from(pk)));
+        self.len.store(set.len(), Ordering::Relaxed);
+        drop(set);
+        if hit {
+            *self.spared.lock().entry(ks).or_default() += 1;
+        }
+        hit
+    }
+
+    /// Versions recorded and not yet taken.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Versions of primary keyspace `ks` that compactions dropped without emitting.
+    pub fn spared(&self, ks: u32) -> u64 {
+        self.spared.lock().get(&ks).copied().unwrap_or(0)
+    }
+}
+
 /// A [`DropSink`] that turns dropped primary versions into sorted deferred deletes.
 pub struct DeferredDeleteCollector {
     indexer: Arc<dyn SecondaryKeys>,
+    /// The primary keyspace and the versions of it already purged.
+    purged: Option<(u32, Arc<PurgedVersions>)>,
     ctx: JobContext,
     limit: usize,
     sorters: BTreeMap<u32, ExternalSorter>,
@@ -62,12 +134,19 @@ impl DeferredDeleteCollector {
     pub fn new(indexer: Arc<dyn SecondaryKeys>, ctx: JobContext, memory_limit: usize) -> Self {
         DeferredDeleteCollector {
             indexer,
+            purged: None,
             ctx,
             limit: memory_limit,
             sorters: BTreeMap::new(),
             scratch: Vec::new(),
             ikey: Vec::new(),
         }
+    }
+
+    /// Emits nothing for the versions of primary keyspace `ks` that `purged` holds.
+    pub fn sparing(mut self, ks: u32, purged: Arc<PurgedVersions>) -> Self {
+        self.purged = Some((ks, purged));
+        self
     }
 
     /// The sorted deferred deletes per secondary keyspace, with their counts.
@@ -83,6 +162,11 @@ impl DeferredDeleteCollector {
 
 impl DropSink for DeferredDeleteCollector {
     fn dropped_put(&mut self, pk: &[u8], seq: SeqNo, row: &[u8]) -> Result<()> {
+        if let Some((ks, purged)) = &self.purged
+            && purged.take(*ks, pk, seq)
+        {
+            return Ok(());
+        }
         self.scratch.clear();
         self.indexer.secondary_keys(pk, row, &mut self.scratch)?;
         let per_sorter = self.limit / self.scratch.len().max(1);
@@ -96,5 +180,31 @@ impl DropSink for DeferredDeleteCollector {
             sorter.push(&self.ikey, &[])?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn purged_versions_are_taken_once_per_keyspace_and_version_and_forgotten_past_the_cap() {
+        let p = PurgedVersions::default();
+        assert!(!p.take(1, b"k", 5), "nothing recorded");
+        p.record(1, b"k", 5);
+        assert!(!p.take(2, b"k", 5), "another keyspace");
+        assert!(!p.take(1, b"k", 6), "another version");
+        assert!(!p.take(1, b"j", 5), "another key");
+        assert!(p.take(1, b"k", 5));
+        assert!(!p.take(1, b"k", 5), "taken once");
+        assert_eq!((p.spared(1), p.spared(2)), (1, 0));
+        for i in 0..PURGED_CAP as u64 {
+            p.record(1, &i.to_be_bytes(), 1);
+        }
+        assert_eq!(p.len(), PURGED_CAP);
+        p.record(1, b"new", 1);
+        assert_eq!(p.len(), 1, "past the cap the record starts over");
+        assert!(p.take(1, b"new", 1));
+        assert!(p.is_empty());
     }
 }

@@ -12,7 +12,7 @@ pub mod rules;
 pub mod sorter;
 pub mod warm;
 
-pub use deferred::{DeferredDeleteCollector, DeferredRegistry, SecondaryKeys};
+pub use deferred::{DeferredDeleteCollector, DeferredRegistry, PurgedVersions, SecondaryKeys};
 pub use job::{DropSink, JobResult, NoSink, run_compaction};
 pub use output::{JobContext, OutputWriter};
 pub use picker::{CompactionPicker, CompactionTask};

@@ -295,7 +295,8 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let (mut result, deferred) = match registry.primaries.get(&task.keyspace) {
         Some(indexer) if !task.trivial_move => {
             let mut sink =
-                DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory);
+                DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory)
+                    .sparing(task.keyspace, inner.purged.clone());
             let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, true, &mut sink)?;
             // Deferred deletes inherit the age of the obligations they discharge.
             let born = result
@@ -424,6 +425,7 @@ impl DbInner {
             }
             let sv = self.current();
             let idle = sv.imm.is_empty()
+                && self.purge.is_drained()
                 && !self.memtable_expired(&sv)
                 && !bg.flushing
                 && bg.busy.is_empty()

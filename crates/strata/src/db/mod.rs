@@ -105,6 +105,8 @@ pub(crate) struct DbInner {
     pub ddl: RwLock<()>,
     /// Deferred deletes emitted per secondary keyspace since open.
     pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
+    /// Versions the purge thread cleaned, which compactions then drop without emitting.
+    pub purged: Arc<crate::compaction::PurgedVersions>,
     pub closed: AtomicBool,
     /// Blind writes' old versions for the purge thread (`table::purge`).
     pub purge: crate::table::purge::PurgeQueue,
@@ -262,8 +264,13 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
-    /// Compacts every keyspace fully (all levels into the last), after a flush.
+    /// Compacts every keyspace fully (all levels into the last), after a flush. Purges
+    /// already handed to the purge thread land first, so the compaction includes them.
     pub fn compact_range(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + 2 * crate::table::purge::RETRY_FOR;
+        while !self.inner.purge.is_drained() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.inner.flush_and_wait()?;
         let ids: Vec<u32> = self.inner.current().version.keyspaces.keys().copied().collect();
         for id in ids {

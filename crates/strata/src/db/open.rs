@@ -199,6 +199,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         table_states,
         ddl: RwLock::new(()),
         deferred_emitted: Mutex::new(BTreeMap::new()),
+        purged: Default::default(),
         closed: AtomicBool::new(false),
         purge: crate::table::purge::PurgeQueue::new(),
         lock: Mutex::new(Some(lock)),

@@ -433,7 +433,8 @@ impl Table {
         }
         if rt.layout.deferred() && !rt.layout.indexes.is_empty() {
             let per_version = s.deferred_deletes_emitted / rt.layout.indexes.len() as u64;
-            s.pending_purges_estimate = s.blind_writes.saturating_sub(per_version);
+            let spared = self.db.purged.spared(rt.layout.primary);
+            s.pending_purges_estimate = s.blind_writes.saturating_sub(per_version + spared);
             let now = self.db.opts.clock.now_micros();
             let mut oldest: Option<u64> = None;
             let mut note = |t: Option<u64>| {

@@ -8,8 +8,12 @@
 //! write path and writes `DeferredDelete(old secondary key, old seqno)` for every index
 //! entry that changed, so reads meet a dirty entry only for the milliseconds a job waits
 //! here. The writer stays blind; the read is the one eager maintenance would have made,
-//! done later and without holding anyone up. Compaction still emits its own deferred
-//! deletes for these versions; the duplicates annihilate with the rest.
+//! done later and without holding anyone up. It writes a delete for every secondary
+//! entry of the old version, changed or not (an unchanged one would otherwise wait for
+//! the compaction), and once they are committed records the version in
+//! `compaction::PurgedVersions`, so the compaction that later drops it emits nothing
+//! for it. A version dropped before it is recorded gets the compaction's duplicates,
+//! which annihilate with the rest.
 //!
 //! Invariants:
 //! * A `DeferredDelete(k, s)` hides `Put(k, s)` from every snapshot at or after `s`, so
@@ -33,7 +37,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 
-use super::Row;
 use super::runtime::{TableRuntime, TableState, add};
 use crate::batch::WriteBatch;
 use crate::db::DbInner;
@@ -52,8 +55,8 @@ const GATHER: Duration = Duration::from_millis(5);
 /// Idle wake-up period (the thread also checks for shutdown then).
 const IDLE: Duration = Duration::from_millis(100);
 
-/// A blind write to purge: the primary key and the row written (`None`: deleted).
-pub(crate) type PurgeRow = (Vec<u8>, Option<Row>);
+/// A blind write to purge: its primary key.
+pub(crate) type PurgeRow = Vec<u8>;
 
 /// The old versions one blind transaction left dirty.
 pub(crate) struct PurgeJob {
@@ -78,6 +81,9 @@ pub(crate) struct PurgeQueue {
     rx: Receiver<Msg>,
     /// Rows of the jobs in the channel.
     rows: AtomicUsize,
+    /// Jobs taken and not yet purged or given up (in the channel, held back by a
+    /// snapshot, or in the round being written).
+    unfinished: AtomicUsize,
 }
 
 impl PurgeQueue {
@@ -87,7 +93,17 @@ impl PurgeQueue {
             tx,
             rx,
             rows: AtomicUsize::new(0),
+            unfinished: AtomicUsize::new(0),
         }
+    }
+
+    /// True when every job handed over has been purged or given up.
+    pub fn is_drained(&self) -> bool {
+        self.unfinished.load(Ordering::SeqCst) == 0
+    }
+
+    fn finished(&self, jobs: usize) {
+        self.unfinished.fetch_sub(jobs, Ordering::SeqCst);
     }
 
     /// Hands a job over without blocking; a full queue drops it (and counts it).
@@ -98,10 +114,12 @@ impl PurgeQueue {
             add(&job.state.counters.purges_dropped, n as u64);
             return;
         }
+        self.unfinished.fetch_add(1, Ordering::SeqCst);
         if let Err(TrySendError::Full(Msg::Job(j)) | TrySendError::Disconnected(Msg::Job(j))) =
             self.tx.try_send(Msg::Job(job))
         {
             self.rows.fetch_sub(n, Ordering::Relaxed);
+            self.finished(1);
             add(&j.state.counters.purges_dropped, n as u64);
         }
     }
@@ -165,13 +183,17 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         round.extend(fresh.into_iter().map(|j| (j, now)));
         let mut retry = held;
         if !round.is_empty() {
-            retry.extend(purge_round(db, round));
+            let n = round.len();
+            let later = purge_round(db, round);
+            db.purge.finished(n - later.len());
+            retry.extend(later);
         }
         for (job, since) in retry {
             if since.elapsed() < RETRY_FOR {
                 waiting.push_back((job, since));
             } else {
                 add(&job.state.counters.purges_dropped, job.rows.len() as u64);
+                db.purge.finished(1);
             }
         }
     }
@@ -185,6 +207,7 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
     let catalog = db.catalog.read().clone();
     let mut batch = WriteBatch::new();
     let mut done: Vec<(Arc<TableState>, u64)> = Vec::new();
+    let mut cleaned: Vec<Cleaned> = Vec::new();
     let mut later = Vec::new();
     for (mut job, since) in round {
         let rt = match catalog.tables.get(&job.table) {
@@ -192,7 +215,7 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
             // Dropped (or dropped and created again): nothing of it to purge.
             _ => continue,
         };
-        let (purged, retry) = purge_job(db, rt, &job, &mut batch);
+        let (purged, retry) = purge_job(db, rt, &job, &mut batch, &mut cleaned);
         done.push((job.state.clone(), purged));
         if !retry.is_empty() {
             job.rows = retry;
@@ -207,6 +230,9 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
             for (state, n) in done {
                 add(&state.counters.background_purges, n);
             }
+            for (ks, pk, seq) in cleaned {
+                db.purged.record(ks, &pk, seq);
+            }
         }
         // Closing, or the database failed: the purge is best effort, compaction remains.
         Err(_) => {
@@ -218,15 +244,28 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
     later
 }
 
-/// Adds the deferred deletes of one job's old versions to `batch`; returns how many
-/// versions it purged and the rows that must wait for a snapshot. A row whose old
-/// version cannot be read or decoded is dropped (and counted); the foreground read of
-/// that key reports the error, and compaction purges what it can.
-fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteBatch) -> (u64, Vec<PurgeRow>) {
+/// A version whose every secondary entry has a deferred delete in the round's batch:
+/// primary keyspace, primary key, seqno.
+type Cleaned = (u32, Vec<u8>, SeqNo);
+
+/// Adds the deferred deletes of one job's old versions to `batch`, and to `cleaned` the
+/// versions whose every secondary entry got one; returns how many versions it purged
+/// and the rows that must wait for a snapshot. A row whose old version cannot be read
+/// or decoded is dropped (and counted); the foreground read of that key reports the
+/// error, and compaction purges what it can.
+fn purge_job(
+    db: &DbInner,
+    rt: &TableRuntime,
+    job: &PurgeJob,
+    batch: &mut WriteBatch,
+    cleaned: &mut Vec<Cleaned>,
+) -> (u64, Vec<PurgeRow>) {
     let layout = &rt.layout;
+    // An index being built takes no purges, so its entries stay the compaction's.
+    let whole = layout.indexes.iter().all(|i| !i.building);
     let (mut purged, mut dropped) = (0, 0);
     let mut retry = Vec::new();
-    for (pk, new) in &job.rows {
+    for pk in &job.rows {
         let (old_seq, bytes) = match db.get_versioned(layout.primary, pk, job.base.saturating_sub(1)) {
             Ok(Some(old)) => old,
             Ok(None) => continue, // absent before the write: nothing was left dirty
@@ -236,7 +275,7 @@ fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteB
             }
         };
         if db.snapshots.lock().range(old_seq..job.base).next().is_some() {
-            retry.push((pk.clone(), new.clone()));
+            retry.push(pk.clone());
             continue;
         }
         let Ok(old) = layout.decode(&bytes) else {
@@ -245,11 +284,10 @@ fn purge_job(db: &DbInner, rt: &TableRuntime, job: &PurgeJob, batch: &mut WriteB
         };
         for ix in layout.indexes.iter().filter(|i| !i.building) {
             let old_key = layout.secondary_key(ix, &old, pk);
-            // An unchanged entry was rewritten at the new seqno and shadows the old one.
-            if new.as_ref().is_some_and(|n| layout.secondary_key(ix, n, pk) == old_key) {
-                continue;
-            }
             batch.deferred_delete(&ix.keyspace, &old_key, old_seq);
+        }
+        if whole {
+            cleaned.push((layout.primary, pk.clone(), old_seq));
         }
         purged += 1;
     }
@@ -268,7 +306,7 @@ mod tests {
             primary: 1,
             state: state.clone(),
             base: 10,
-            rows: vec![(Vec::new(), None); rows],
+            rows: vec![Vec::new(); rows],
         }
     }
 

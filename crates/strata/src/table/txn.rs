@@ -182,13 +182,13 @@ impl Ctx<'_> {
         })
     }
 
-    /// The old row if known now; otherwise notes `pk` (and the row written) for the
-    /// purge thread when purging is wanted.
-    fn old_or_later(&mut self, pk: &[u8], new: Option<&Row>) -> Result<Option<Row>> {
+    /// The old row if known now; otherwise notes `pk` for the purge thread when purging
+    /// is wanted.
+    fn old_or_later(&mut self, pk: &[u8]) -> Result<Option<Row>> {
         Ok(match self.old_for_purge(pk)? {
             Old::Known(r) => r,
             Old::OnDisk => {
-                self.purge_later.push((pk.to_vec(), new.cloned()));
+                self.purge_later.push(pk.to_vec());
                 None
             }
             Old::Unwanted => None,
@@ -363,7 +363,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 let bytes = layout.encode(row)?;
                 if blind {
                     add(&counters.blind_writes, 1);
-                    let old = cx.old_or_later(&pk, Some(row))?;
+                    let old = cx.old_or_later(&pk)?;
                     deferred::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
@@ -375,7 +375,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             Stmt::Delete(_) => {
                 if blind {
                     add(&counters.blind_writes, 1);
-                    let old = cx.old_or_later(&pk, None)?;
+                    let old = cx.old_or_later(&pk)?;
                     deferred::delete_row(&layout, &mut batch, &pk, old.as_deref());
                 } else {
                     add(&counters.hidden_reads, 1);
