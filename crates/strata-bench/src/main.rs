@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 /// jemalloc for every allocation of the process (see Cargo.toml for why and the
 /// measurement): its per-thread caches take frees of blocks that other threads
 /// allocated without locking the allocating thread's arena.
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

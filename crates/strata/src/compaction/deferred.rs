@@ -63,8 +63,9 @@ const PURGED_CAP: usize = 1 << 16;
 type VersionId = (u32, SeqNo, Box<[u8]>);
 
 /// Row versions `(primary keyspace, pk, seqno)` whose secondary entries all have their
-/// deferred deletes written already, durably. Kept in memory only: after a restart
-/// compactions emit the duplicates.
+/// deferred deletes committed already. Those deletes may sit in a WAL not yet synced,
+/// so a compaction that spares a version syncs the WAL before its result is installed.
+/// Kept in memory only: after a restart compactions emit the duplicates.
 #[derive(Debug, Default)]
 pub struct PurgedVersions {
     set: Mutex<HashSet<VersionId>>,
@@ -122,6 +123,8 @@ pub struct DeferredDeleteCollector {
     indexer: Arc<dyn SecondaryKeys>,
     /// The primary keyspace and the versions of it already purged.
     purged: Option<(u32, Arc<PurgedVersions>)>,
+    /// Versions dropped without emitting, because they were purged.
+    spared: u64,
     ctx: JobContext,
     limit: usize,
     sorters: BTreeMap<u32, ExternalSorter>,
@@ -135,6 +138,7 @@ impl DeferredDeleteCollector {
         DeferredDeleteCollector {
             indexer,
             purged: None,
+            spared: 0,
             ctx,
             limit: memory_limit,
             sorters: BTreeMap::new(),
@@ -147,6 +151,13 @@ impl DeferredDeleteCollector {
     pub fn sparing(mut self, ks: u32, purged: Arc<PurgedVersions>) -> Self {
         self.purged = Some((ks, purged));
         self
+    }
+
+    /// Versions dropped so far without emitting (see [`sparing`](Self::sparing)). Their
+    /// deletes are the purge's, in the WAL: the caller must make it durable before it
+    /// installs the result.
+    pub fn spared(&self) -> u64 {
+        self.spared
     }
 
     /// The sorted deferred deletes per secondary keyspace, with their counts.
@@ -165,6 +176,7 @@ impl DropSink for DeferredDeleteCollector {
         if let Some((ks, purged)) = &self.purged
             && purged.take(*ks, pk, seq)
         {
+            self.spared += 1;
             return Ok(());
         }
         self.scratch.clear();

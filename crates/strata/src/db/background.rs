@@ -298,6 +298,11 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
                 DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory)
                     .sparing(task.keyspace, inner.purged.clone());
             let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, true, &mut sink)?;
+            if sink.spared() > 0 {
+                // The purge's deletes that stand in for the ones not emitted must be
+                // durable before the versions they name disappear from the manifest.
+                inner.sync_wal()?;
+            }
             // Deferred deletes inherit the age of the obligations they discharge.
             let born = result
                 .oldest_input_time

@@ -268,7 +268,10 @@ impl Db {
     /// already handed to the purge thread land first, so the compaction includes them.
     pub fn compact_range(&self) -> Result<()> {
         let deadline = std::time::Instant::now() + 2 * crate::table::purge::RETRY_FOR;
-        while !self.inner.purge.is_drained() && std::time::Instant::now() < deadline {
+        while !self.inner.purge.is_drained()
+            && !self.inner.closed.load(Ordering::SeqCst)
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         self.inner.flush_and_wait()?;
@@ -412,6 +415,18 @@ impl DbInner {
         let c = crate::table::runtime::Catalog::build(&v, &self.table_states)?;
         *self.catalog.write() = Arc::new(c);
         Ok(())
+    }
+
+    /// Makes every committed write durable (a no-op cost-wise when commits sync).
+    pub fn sync_wal(&self) -> Result<()> {
+        if self.opts.sync != crate::options::SyncPolicy::None {
+            return Ok(());
+        }
+        let mut wal = self.wal.lock();
+        match wal.as_mut() {
+            Some(w) => w.writer.flush().and_then(|_| w.writer.sync()),
+            None => Err(Error::Closed),
+        }
     }
 
     pub fn count_deferred(&self, counts: &BTreeMap<u32, u64>) {

@@ -227,11 +227,12 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
     }
     match db.write(batch) {
         Ok(_) => {
-            for (state, n) in done {
-                add(&state.counters.background_purges, n);
-            }
+            // Recorded before counted: whoever waits for the count finds them recorded.
             for (ks, pk, seq) in cleaned {
                 db.purged.record(ks, &pk, seq);
+            }
+            for (state, n) in done {
+                add(&state.counters.background_purges, n);
             }
         }
         // Closing, or the database failed: the purge is best effort, compaction remains.

@@ -49,11 +49,14 @@ impl ObsoleteFiles {
     /// Takes `path`, which no version names: queued, or unlinked at once once the
     /// database is closed.
     pub fn retire(&self, path: PathBuf) {
+        // Checked under the lock `close` drains with, so no path lands after the drain.
+        let mut queue = self.queue.lock();
         if self.closed.load(Ordering::SeqCst) {
+            drop(queue);
             // A failed unlink only leaks space; the next open sweeps unreferenced files.
             let _ = self.fs.remove(&path);
         } else {
-            self.queue.lock().push(path);
+            queue.push(path);
         }
     }
 
@@ -68,7 +71,10 @@ impl ObsoleteFiles {
 
     /// Unlinks what is queued and makes later retirements unlink at once.
     pub fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        {
+            let _queue = self.queue.lock();
+            self.closed.store(true, Ordering::SeqCst);
+        }
         self.purge();
     }
 
