@@ -42,6 +42,15 @@ fn load(db: &Db, t: &Table, n: u64) {
     db.flush().expect("flush");
 }
 
+/// Replaces rows `ids` with `(id, a(id), b)` in one transaction.
+fn replace_rows(t: &Table, ids: std::ops::Range<u64>, a: impl Fn(u64) -> u64, b: u64) {
+    let mut tx = t.transaction();
+    for id in ids {
+        tx.replace(vec![u(id), u(a(id)), u(b)]);
+    }
+    tx.commit().expect("replace");
+}
+
 /// Waits until the purge thread has purged `n` writes of `t`.
 fn wait_for_purges(t: &Table, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -237,11 +246,7 @@ fn compaction_emits_nothing_for_versions_the_purge_thread_cleaned() {
     let t = table(&db);
     load(&db, &t, 200);
     assert_eq!(collect(t.select("by_a").eq(vec![u(7)])).expect("select").len(), 1);
-    let mut tx = t.transaction();
-    for id in 0..100 {
-        tx.replace(vec![u(id), u(1000 + id), u(0)]); // by_b unchanged
-    }
-    tx.commit().expect("churn");
+    replace_rows(&t, 0..100, |id| 1000 + id, 0); // by_b unchanged
     wait_for_purges(&t, 100);
     db.flush().expect("flush");
     let before = t.stats().expect("stats").deferred_deletes_emitted;
@@ -258,11 +263,7 @@ fn compaction_emits_nothing_for_versions_the_purge_thread_cleaned() {
 
     // The replaced rows change by_b now; the purge deletes their previous entries.
     collect(t.select("by_a").eq(vec![u(7)])).expect("reads keep purging on");
-    let mut tx = t.transaction();
-    for id in 0..100 {
-        tx.replace(vec![u(id), u(2000 + id), u(1)]);
-    }
-    tx.commit().expect("churn again");
+    replace_rows(&t, 0..100, |id| 2000 + id, 1);
     wait_for_purges(&t, 200);
     db.flush().expect("flush");
     let d = dirty(&t);

@@ -267,13 +267,9 @@ impl Db {
     /// Compacts every keyspace fully (all levels into the last), after a flush. Purges
     /// already handed to the purge thread land first, so the compaction includes them.
     pub fn compact_range(&self) -> Result<()> {
-        let deadline = std::time::Instant::now() + 2 * crate::table::purge::RETRY_FOR;
-        while !self.inner.purge.is_drained()
-            && !self.inner.closed.load(Ordering::SeqCst)
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        self.inner
+            .purge
+            .wait_drained(&self.inner.closed, 2 * crate::table::purge::RETRY_FOR);
         self.inner.flush_and_wait()?;
         let ids: Vec<u32> = self.inner.current().version.keyspaces.keys().copied().collect();
         for id in ids {

@@ -5,12 +5,12 @@
 //! every select meeting one pays a wasted primary lookup meanwhile. While the table's
 //! indexes are being read (the same gate as the purge at commit), such a write hands its
 //! primary key to the purge thread instead. The thread reads the old version off the
-//! write path and writes `DeferredDelete(old secondary key, old seqno)` for every index
-//! entry that changed, so reads meet a dirty entry only for the milliseconds a job waits
-//! here. The writer stays blind; the read is the one eager maintenance would have made,
-//! done later and without holding anyone up. It writes a delete for every secondary
-//! entry of the old version, changed or not (an unchanged one would otherwise wait for
-//! the compaction), and once they are committed records the version in
+//! write path and writes `DeferredDelete(old secondary key, old seqno)` for every
+//! secondary entry of it, changed or not (an unchanged one would otherwise wait for the
+//! compaction), so reads meet a dirty entry only for the milliseconds a job waits here.
+//! The writer stays blind; the read is the one eager maintenance would have made, done
+//! later and without holding anyone up. Once the deletes are committed it records the
+//! version in
 //! `compaction::PurgedVersions`, so the compaction that later drops it emits nothing
 //! for it. A version dropped before it is recorded gets the compaction's duplicates,
 //! which annihilate with the rest.
@@ -32,7 +32,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
@@ -100,6 +100,15 @@ impl PurgeQueue {
     /// True when every job handed over has been purged or given up.
     pub fn is_drained(&self) -> bool {
         self.unfinished.load(Ordering::SeqCst) == 0
+    }
+
+    /// Waits until [`is_drained`](Self::is_drained), `closed` is set, or `timeout` ends
+    /// (a job held back by a snapshot is given up after [`RETRY_FOR`]).
+    pub fn wait_drained(&self, closed: &AtomicBool, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.is_drained() && !closed.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn finished(&self, jobs: usize) {
