@@ -79,6 +79,12 @@ pub struct ChurnArgs {
     /// eager runs without them, the classic engine).
     #[arg(long)]
     eager_same_deletes: bool,
+    /// A/A control: both sides run this mode with the same settings (the deferred side's
+    /// delete settings if `deferred`), so the per-second ratio of side 2 to side 1
+    /// measures how often an engine misses the 1.5x target against itself on this
+    /// machine: the noise floor of the comparison.
+    #[arg(long, value_parser = ["eager", "deferred"])]
+    control: Option<String>,
     /// Block cache bytes per database.
     #[arg(long, default_value_t = 64 << 20)]
     cache_size: usize,
@@ -189,20 +195,39 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     if a.quick {
         println!("  NOTE: --quick is a smoke run, not the benchmark's setting");
     }
+    if let Some(m) = &a.control {
+        println!(
+            "  NOTE: A/A control: both sides run {m} with the same settings; below, \"eager\" means side 1 and \
+             \"deferred\" side 2 ({m}-2)"
+        );
+    }
     println!();
 
     let tmp = tempfile::Builder::new().prefix("strata-bench-churn-").tempdir()?;
     let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
-    let open = |mode: &'static str, d: Option<DeleteSettings>| -> BenchResult<Side> {
-        let dir = base.join(mode);
+    let open = |label: &'static str, mode: &str, d: Option<DeleteSettings>| -> BenchResult<Side> {
+        let dir = base.join(label);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
         std::fs::create_dir_all(&dir)?;
-        Side::open(&dir, mode, side::options(settings, d))
+        Side::open(&dir, label, mode, side::options(settings, d))
     };
     let eager_deletes = a.eager_same_deletes.then_some(deletes);
-    let mut sides = vec![open("eager", eager_deletes)?, open("deferred", Some(deletes))?];
+    let mut sides = match a.control.as_deref() {
+        Some("deferred") => vec![
+            open("deferred", "deferred", Some(deletes))?,
+            open("deferred-2", "deferred", Some(deletes))?,
+        ],
+        Some(_) => vec![
+            open("eager", "eager", eager_deletes)?,
+            open("eager-2", "eager", eager_deletes)?,
+        ],
+        None => vec![
+            open("eager", "eager", eager_deletes)?,
+            open("deferred", "deferred", Some(deletes))?,
+        ],
+    };
     let preload_secs = load::preload(&mut sides, &workload)?;
     eprintln!(
         "preload: {} rows into each table in {preload_secs:.1} s (both tables at once)",
@@ -227,9 +252,18 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     } else {
         "micro paper settings".to_string()
     };
-    let eager = ModeResult::new("eager", eager_settings, sides[0].clean_bytes_per_row, es);
-    let deferred = ModeResult::new("deferred", deferred_settings, sides[1].clean_bytes_per_row, ds);
-    let targets = report::targets(&eager, &deferred, deletes.persistence_secs);
+    let (first_settings, second_settings) = match a.control.as_deref() {
+        Some("deferred") => (deferred_settings.clone(), deferred_settings),
+        Some(_) => (eager_settings.clone(), eager_settings),
+        None => (eager_settings, deferred_settings),
+    };
+    let eager = ModeResult::new(sides[0].mode, first_settings, sides[0].clean_bytes_per_row, es);
+    let deferred = ModeResult::new(sides[1].mode, second_settings, sides[1].clean_bytes_per_row, ds);
+    let second_threshold = match a.control.as_deref() {
+        Some("eager") => eager_deletes.and_then(|d| d.persistence_secs),
+        _ => deletes.persistence_secs,
+    };
+    let targets = report::targets(&eager, &deferred, second_threshold);
     report::print_samples(&eager, &deferred);
     println!(
         "  (latencies p50/p99/max in microseconds; p99x = deferred p99 / eager p99; dirty/select and dirty% = \

@@ -35,7 +35,8 @@ pub fn options(settings: StrataSettings, deletes: Option<DeleteSettings>) -> Opt
 
 /// An open database with table `test` in one mode.
 pub struct Side {
-    /// `eager` or `deferred`.
+    /// The side's name in reports: its mode (`eager`, `deferred`), or `eager-2` /
+    /// `deferred-2` for the second side of an A/A control.
     pub mode: &'static str,
     /// The database.
     pub db: Db,
@@ -84,12 +85,12 @@ pub struct Shape {
 }
 
 impl Side {
-    /// Creates a fresh database in `dir` with the micro table in `mode`.
-    pub fn open(dir: &Path, mode: &'static str, opts: Options) -> BenchResult<Side> {
+    /// Creates a fresh database in `dir` with the micro table in `mode`, named `label`.
+    pub fn open(dir: &Path, label: &'static str, mode: &str, opts: Options) -> BenchResult<Side> {
         let db = Db::open(dir, opts)?;
         let table = db.create_table(Schema::parse(&schema_text(mode))?)?;
         Ok(Side {
-            mode,
+            mode: label,
             db,
             table,
             clean_bytes_per_row: 0.0,
