@@ -35,6 +35,10 @@ pub enum EngineKind {
     StrataDeferred,
     /// SQLite (bundled), WAL, synchronous=OFF.
     Sqlite,
+    /// A second Strata eager engine, identical to the first:
+    /// `--engines strata-eager,strata-eager-b` is an A/A control, whose ratio shows how
+    /// far two runs of one engine differ on this machine.
+    StrataEagerB,
 }
 
 impl EngineKind {
@@ -44,6 +48,7 @@ impl EngineKind {
             EngineKind::StrataEager => "strata-eager",
             EngineKind::StrataDeferred => "strata-deferred",
             EngineKind::Sqlite => "sqlite",
+            EngineKind::StrataEagerB => "strata-eager-b",
         }
     }
 }
@@ -182,11 +187,11 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
 fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<(Box<dyn Driver>, Vec<String>)> {
     let cache = a.cache_size;
     Ok(match kind {
-        EngineKind::StrataEager | EngineKind::StrataDeferred => {
-            let mode = if kind == EngineKind::StrataEager {
-                "eager"
-            } else {
+        EngineKind::StrataEager | EngineKind::StrataDeferred | EngineKind::StrataEagerB => {
+            let mode = if kind == EngineKind::StrataDeferred {
                 "deferred"
+            } else {
+                "eager"
             };
             let settings = strata_driver::Settings {
                 cache_bytes: cache,

@@ -110,6 +110,9 @@ pub struct Report {
     pub graph: BTreeMap<&'static str, f64>,
     pub mix_percent: BTreeMap<&'static str, f64>,
     pub engines: Vec<EngineSummary>,
+    /// The engine compared with `strata-eager`: `strata-deferred`, or in an A/A
+    /// control `strata-eager-b`.
+    pub compared: &'static str,
     pub deferred_vs_eager: Vec<Ratio>,
     pub targets: Vec<Target>,
 }
@@ -302,10 +305,12 @@ pub fn build(
         .map(|k| summarize(*k, &runs.iter().filter(|r| r.engine == *k).collect::<Vec<_>>()))
         .collect();
     let find = |n: &str| summaries.iter().find(|s| s.engine == n && s.ok);
-    let (deferred_vs_eager, targets) = match (
-        find(EngineKind::StrataEager.name()),
-        find(EngineKind::StrataDeferred.name()),
-    ) {
+    // Without a deferred engine, a second eager one is compared in its place (A/A).
+    let (second, compared) = match find(EngineKind::StrataDeferred.name()) {
+        Some(d) => (Some(d), EngineKind::StrataDeferred.name()),
+        None => (find(EngineKind::StrataEagerB.name()), EngineKind::StrataEagerB.name()),
+    };
+    let (deferred_vs_eager, targets) = match (find(EngineKind::StrataEager.name()), second) {
         (Some(e), Some(d)) => ratios(e, d),
         _ => (Vec::new(), Vec::new()),
     };
@@ -317,6 +322,7 @@ pub fn build(
         graph,
         mix_percent: MIX.iter().map(|(k, _)| (k.name(), k.percent())).collect(),
         engines: summaries,
+        compared,
         deferred_vs_eager,
         targets,
     }
@@ -449,6 +455,13 @@ pub fn print(r: &Report) {
     }
     if !r.deferred_vs_eager.is_empty() {
         println!();
+        if r.compared != EngineKind::StrataDeferred.name() {
+            println!(
+                "A/A control: \"deferred\" below is {}, a second eager engine; the ratios show how far two runs \
+                 of one engine differ here",
+                r.compared
+            );
+        }
         println!(
             "{:<24} {:>12} {:>12} {:>16}",
             "deferred vs eager", "eager", "deferred", "deferred/eager"
