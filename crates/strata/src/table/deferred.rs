@@ -17,7 +17,8 @@
 //! is right whatever the probe saw: at that seqno the row's only live entries are the
 //! new ones, and older snapshots do not see it. When the old row is on disk, the
 //! commit hands it to the purge thread instead (`table::purge`), which reads it after
-//! the commit and writes deferred deletes for its changed entries.
+//! the commit and writes deferred deletes for all its entries, changed or not (so that
+//! compactions may skip the version: `compaction::PurgedVersions`).
 
 use super::layout::Layout;
 use super::value::Value;
