@@ -249,6 +249,12 @@ pub fn print_summary(modes: &[&ModeResult], t: &Targets) {
         );
     }
     println!("  => {}", if t.p99_met { "MET" } else { "NOT MET" });
+    if !t.p99_met {
+        println!(
+            "  (a second's p99 is its few slowest selects; `--control eager` runs eager on both sides and shows how \
+             often an engine misses this against itself on this machine)"
+        );
+    }
     match (t.threshold_secs, t.worst_bytes_ratio_after_threshold) {
         (Some(th), Some(w)) => println!(
             "target: deferred secondary bytes / live bytes < {BYTES_LIMIT} from the persistence threshold ({th:.0} s) on: \
