@@ -59,8 +59,8 @@ impl std::fmt::Debug for DeferredRegistry {
 /// before versions were recorded at all (duplicates annihilate).
 const PURGED_CAP: usize = 1 << 16;
 
-/// A row version: primary keyspace, seqno, primary key.
-type VersionId = (u32, SeqNo, Box<[u8]>);
+/// A row version of a primary keyspace: `(keyspace, seqno)`.
+type VersionId = (u32, SeqNo);
 
 /// Row versions `(primary keyspace, pk, seqno)` whose secondary entries all have their
 /// deferred deletes committed already. Those deletes may sit in a WAL not yet synced,
@@ -68,7 +68,10 @@ type VersionId = (u32, SeqNo, Box<[u8]>);
 /// Kept in memory only: after a restart compactions emit the duplicates.
 #[derive(Debug, Default)]
 pub struct PurgedVersions {
-    set: Mutex<HashSet<VersionId>>,
+    /// `(keyspace, seqno)` -> primary key. Every operation has its own seqno, so the
+    /// pair names one version; the key is kept to check it, and a lookup allocates
+    /// nothing (compactions ask for every version they drop).
+    set: Mutex<HashMap<VersionId, Box<[u8]>>>,
     /// `set.len()`, readable without the lock (compactions skip the lookup at 0).
     len: AtomicUsize,
     /// Per primary keyspace, versions a compaction dropped without emitting.
@@ -83,7 +86,7 @@ impl PurgedVersions {
         if set.len() >= PURGED_CAP {
             set.clear();
         }
-        set.insert((ks, seq, pk.into()));
+        set.insert((ks, seq), pk.into());
         self.len.store(set.len(), Ordering::Relaxed);
     }
 
@@ -93,8 +96,11 @@ impl PurgedVersions {
             return false;
         }
         let mut set = self.set.lock();
-        let hit = set.remove(&(ks, seq, Box::from(pk)));
-        self.len.store(set.len(), Ordering::Relaxed);
+        let hit = set.get(&(ks, seq)).is_some_and(|k| **k == *pk);
+        if hit {
+            set.remove(&(ks, seq));
+            self.len.store(set.len(), Ordering::Relaxed);
+        }
         drop(set);
         if hit {
             *self.spared.lock().entry(ks).or_default() += 1;
@@ -211,7 +217,7 @@ mod tests {
         assert!(!p.take(1, b"k", 5), "taken once");
         assert_eq!((p.spared(1), p.spared(2)), (1, 0));
         for i in 0..PURGED_CAP as u64 {
-            p.record(1, &i.to_be_bytes(), 1);
+            p.record(1, &i.to_be_bytes(), 100 + i);
         }
         assert_eq!(p.len(), PURGED_CAP);
         p.record(1, b"new", 1);
