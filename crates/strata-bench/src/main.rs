@@ -3,6 +3,7 @@
 
 mod churn;
 mod crash;
+mod differential;
 mod kv;
 mod lethe;
 mod linkbench;
@@ -59,6 +60,9 @@ enum Cmd {
     /// The CS561 experiments: leveling vs tiering, bulk inserts, queries, deletes, mixed,
     /// with write and read amplification.
     Tiering(tiering::TieringArgs),
+    /// Differential test: random table histories on Strata (eager and deferred) and
+    /// SQLite under randomly drawn options, every answer compared.
+    Differential(differential::DifferentialArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -76,6 +80,7 @@ fn main() {
         Cmd::Lethe(a) => lethe::run(&a),
         Cmd::Kv(a) => kv::run(&a),
         Cmd::Tiering(a) => tiering::run(&a),
+        Cmd::Differential(a) => differential::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{Harness, op, run_deep, small_options};
+use std::sync::Arc;
+
+use common::options::{describe, drawn_options};
+use common::{Harness, NoSyncFs, op, run_deep, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -20,10 +23,16 @@ proptest! {
 
     #[test]
     fn leveling_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300)))
+        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        options_seed in any::<u64>(),
     ) {
-        let mut h = Harness::new(leveling(), nks).map_err(TestCaseError::fail)?;
-        h.run(&ops).map_err(TestCaseError::fail)?;
+        // Everything else drawn: sizes, triggers, delete-driven compaction, sync policy.
+        let (drawn, clock) = drawn_options(options_seed, Arc::new(NoSyncFs));
+        let opts = Options { runs_per_level: 1, ..drawn };
+        let shape = describe(&opts);
+        let mut h = Harness::new(opts, nks).map_err(TestCaseError::fail)?;
+        h.clock = Some(clock);
+        h.run(&ops).map_err(|e| TestCaseError::fail(format!("{e} (options: {shape})")))?;
     }
 }
 

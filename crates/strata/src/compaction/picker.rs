@@ -7,7 +7,11 @@
 //!   it compacts one file at a time (round-robin over the key space) into the
 //!   overlapping files of the next level, or moves the file down when nothing overlaps;
 //! * a tiered level (up to K runs): runs / (K + 1); all its runs merge into one new run
-//!   of the next level (or into the leveled last level under lazy leveling).
+//!   of the next level (or into the leveled last level under lazy leveling); the last
+//!   level merges in place instead while it is within its capacity.
+//!
+//! Where each output goes keeps the version invariants 3 (run order) and 4 (depth) of
+//! [`crate::version`].
 //!
 //! Files already being compacted are never picked twice.
 
@@ -312,28 +316,7 @@ impl CompactionPicker {
         if li == 0 || !opts.is_leveled(li, last) {
             if li == last && li > 0 {
                 // Tiered last level: merge its runs in place.
-                if level.files().any(|f| busy.contains(&f.number())) {
-                    return None;
-                }
-                let inputs: Vec<InputRun> = level
-                    .runs
-                    .iter()
-                    .map(|r| InputRun {
-                        level: li,
-                        run: r.id,
-                        files: r.files.clone(),
-                    })
-                    .collect();
-                let bottommost = is_bottommost(ks, &inputs, li, None);
-                return Some(CompactionTask {
-                    keyspace: ks.id,
-                    inputs,
-                    output_level: li,
-                    output_run: None,
-                    bottommost,
-                    trivial_move: false,
-                    reason: "deletes",
-                });
+                return merge_in_place(ks, li, busy, "deletes");
             }
             return self.pick_level(ks, li, opts, busy).map(|mut t| {
                 t.reason = "deletes";
@@ -405,6 +388,11 @@ impl CompactionPicker {
         // Level 0 or a tiered level: merge all its runs.
         if level.files().any(is_busy) || level.runs.is_empty() {
             return None;
+        }
+        if li > 0 && li == last && level.size() <= opts.level_capacity(li) {
+            // The data still fits the last level: a new level below it would deepen the
+            // tree by compaction count instead of by size (invariant 4 of `version`).
+            return merge_in_place(ks, li, busy, "tiered-last");
         }
         let inputs: Vec<InputRun> = level
             .runs
@@ -510,6 +498,41 @@ impl CompactionPicker {
     }
 }
 
+/// Merges every run of level `li` into one run of the same level. The output takes
+/// the place of its newest input (invariant 3 of `version`): a run pushed into the level
+/// meanwhile holds newer data and must stay above it, whenever its id was handed out.
+fn merge_in_place(
+    ks: &KeyspaceVersion,
+    li: usize,
+    busy: &HashSet<u64>,
+    reason: &'static str,
+) -> Option<CompactionTask> {
+    let level = ks.levels.get(li)?;
+    if level.runs.is_empty() || level.files().any(|f| busy.contains(&f.number())) {
+        return None;
+    }
+    let inputs: Vec<InputRun> = level
+        .runs
+        .iter()
+        .map(|r| InputRun {
+            level: li,
+            run: r.id,
+            files: r.files.clone(),
+        })
+        .collect();
+    let newest = inputs.iter().map(|r| r.run).max()?;
+    let bottommost = is_bottommost(ks, &inputs, li, Some(newest));
+    Some(CompactionTask {
+        keyspace: ks.id,
+        inputs,
+        output_level: li,
+        output_run: Some(newest),
+        bottommost,
+        trivial_move: false,
+        reason,
+    })
+}
+
 fn pairwise_disjoint(inputs: &[InputRun]) -> bool {
     let mut files: Vec<&Arc<TableFile>> = inputs.iter().flat_map(|r| r.files.iter()).collect();
     files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
@@ -596,4 +619,127 @@ pub fn manual_task(
         trivial_move: false,
         reason: "manual",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::TableCache;
+    use crate::fs::{FileSystem, RealFs};
+    use crate::version::{FileContext, FileMeta, NewFile, ObsoleteFiles, VersionEdit};
+
+    /// (level, run, number, smallest, largest, bytes, tombstones)
+    type Spec = (u32, u64, u64, &'static str, &'static str, u64, u64);
+
+    fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
+        let ctx = FileContext {
+            dir: dir.path().to_path_buf(),
+            fs: fs.clone(),
+            retired: Arc::new(ObsoleteFiles::new(fs.clone())),
+            table_cache: Arc::new(TableCache::new(fs, dir.path().to_path_buf(), 4, None)),
+        };
+        let edit = VersionEdit {
+            new_keyspaces: vec![(0, "default".into())],
+            new_files: files
+                .iter()
+                .map(|&(level, run, number, lo, hi, size, tombstones)| NewFile {
+                    keyspace: 0,
+                    level,
+                    run,
+                    meta: FileMeta {
+                        number,
+                        size,
+                        smallest: lo.as_bytes().to_vec(),
+                        largest: hi.as_bytes().to_vec(),
+                        min_seq: number,
+                        max_seq: number,
+                        entries: 100,
+                        tombstones,
+                        range_tombstones: 0,
+                        oldest_tombstone_time: (tombstones > 0).then_some(0),
+                        raw_bytes: size,
+                    },
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let (v, _) = Version::default().apply(&edit, &ctx).unwrap();
+        (dir, v)
+    }
+
+    fn tiered() -> Options {
+        Options {
+            memtable_budget: 1 << 20,
+            runs_per_level: 2,
+            size_ratio: 4.0,
+            ..Options::default()
+        }
+    }
+
+    fn pick(v: &Version, opts: &Options) -> Option<CompactionTask> {
+        CompactionPicker::default().pick(v, opts, &HashSet::new(), &HashSet::new(), DeleteClock::default())
+    }
+
+    #[test]
+    fn a_tiered_last_level_within_capacity_merges_in_place_under_its_newest_run() {
+        // Level 1 (capacity 4 MiB) holds three small runs: full by count, not by size.
+        let (_d, v) = version(&[
+            (1, 30, 30, "a", "m", 1000, 0),
+            (1, 20, 20, "a", "z", 1000, 0),
+            (1, 10, 10, "c", "k", 1000, 0),
+        ]);
+        let t = pick(&v, &tiered()).expect("three runs of two allowed");
+        assert_eq!(t.output_level, 1, "a new level for 3 KB of data");
+        assert_eq!(t.output_run, Some(30), "the output must take its newest input's place");
+        assert_eq!(t.inputs.len(), 3);
+        assert!(t.bottommost);
+    }
+
+    #[test]
+    fn a_tiered_last_level_over_capacity_is_pushed_down() {
+        let mb = 2 << 20;
+        let (_d, v) = version(&[
+            (1, 30, 30, "a", "m", mb, 0),
+            (1, 20, 20, "a", "z", mb, 0),
+            (1, 10, 10, "c", "k", mb, 0),
+        ]);
+        let t = pick(&v, &tiered()).expect("three runs of two allowed");
+        assert_eq!(t.output_level, 2);
+        assert_eq!(t.output_run, None, "a new run of the new level");
+    }
+
+    #[test]
+    fn a_delete_driven_merge_of_the_last_level_keeps_its_newest_run_id() {
+        // Level 2 is last and tiered; its older run is dense with tombstones. Level 1
+        // holds newer data in a run of larger id: the merge of level 2 in place must not
+        // come out above anything pushed there meanwhile, so it keeps id 8, not a fresh one.
+        let (_d, v) = version(&[
+            (1, 40, 40, "a", "z", 1000, 0),
+            (2, 8, 8, "a", "z", 1000, 0),
+            (2, 5, 5, "a", "z", 1000, 100),
+        ]);
+        let opts = Options {
+            tombstone_density_trigger: Some(0.5),
+            ..tiered()
+        };
+        let t = pick(&v, &opts).expect("a dense last-level file");
+        assert_eq!(t.reason, "deletes");
+        assert_eq!(t.output_level, 2);
+        assert_eq!(t.output_run, Some(8));
+        assert!(t.inputs.iter().all(|r| r.level == 2));
+    }
+
+    #[test]
+    fn level_zero_always_merges_into_level_one() {
+        let (_d, v) = version(&[
+            (0, 3, 3, "a", "z", 100, 0),
+            (0, 2, 2, "a", "z", 100, 0),
+            (0, 1, 1, "a", "z", 100, 0),
+            (0, 0, 4, "a", "z", 100, 0),
+        ]);
+        let t = pick(&v, &tiered()).expect("level 0 over its trigger");
+        assert_eq!((t.output_level, t.output_run), (1, None));
+    }
 }

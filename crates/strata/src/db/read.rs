@@ -2,7 +2,8 @@
 //!
 //! Sources are consulted newest first: the active memtable, frozen memtables, then each
 //! level's runs. A point lookup stops at the first source holding a put or delete for
-//! the key: in a keyspace, every entry of a deeper source is older. A deferred delete
+//! the key: in a keyspace, every entry of a deeper source is older (invariants 2 and 3
+//! of [`crate::version`]). A deferred delete
 //! is the one exception (it carries the old seqno of the put it removes, and a newer put
 //! may sit deeper), so after one the search goes on and keeps the highest seqno.
 

@@ -6,12 +6,37 @@
 //! once an edit removes it, it is marked obsolete and the file is deleted when the last
 //! version (or iterator) holding it lets go ([`obsolete`]).
 //!
-//! Invariants: within a run, files are sorted by key and their user-key ranges are
-//! disjoint (no user key is split across two files of a run); within a level, runs are
-//! ordered newest first; every entry in level `i` is newer than every entry of the same
-//! user key in level `i + 1`, except deferred deletes, which carry the seqno of the
-//! entry they remove and may sit above newer puts (readers and compactions compare
-//! seqnos, never trust level order for them).
+//! # Invariants
+//!
+//! Point lookups stop at the first put or delete they meet, in level order and then
+//! run order (`db::read`), so these orders must agree with sequence numbers. Deferred
+//! deletes are the one exception everywhere below: they carry the seqno of the entry
+//! they remove and may sit above newer puts (readers and compactions compare seqnos,
+//! never trust position for them).
+//!
+//! 1. **Runs.** Within a run, files are sorted by key and their user-key ranges are
+//!    disjoint (no user key is split across two files of a run).
+//! 2. **Levels.** Every entry in level `i` is newer than every entry of the same user key
+//!    in level `i + 1`: data only moves down, and a compaction's inputs include every
+//!    file above its output that overlaps them (`compaction::picker`).
+//! 3. **Runs of a level.** Runs are ordered by id, largest first, and an entry in a run
+//!    is newer than every entry of the same user key in a run of smaller id. The picker
+//!    keeps it by how each compaction places its output:
+//!    * a flush makes a new level-0 run with a fresh id (flushes run one at a time,
+//!      oldest memtable first);
+//!    * a merge of level `i - 1` into a new run of level `i` takes a fresh id: its data
+//!      is newer than everything already in level `i`, and no second merge from level
+//!      `i - 1` can start while its inputs are still there;
+//!    * a merge of a level's runs in place takes the id of its newest input, never a
+//!      fresh one: a run pushed into the level while it ran holds newer data and must
+//!      stay above it, whichever of the two was handed its id first;
+//!    * a leveled level has one run, `picker::LEVELED_RUN`; a manual compaction writes
+//!      into the oldest run of its output level, and every file it does not take there
+//!      lies outside its key range.
+//! 4. **Depth.** A level is created only below a level that outgrew its capacity
+//!    (`Options::level_capacity`): a compaction of the last level that is not over
+//!    capacity writes back into it, whatever triggered it (size, a FADE deadline, the
+//!    tombstone density), so the number of levels follows the data's size.
 
 pub mod edit;
 pub mod manifest;

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod options;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -276,6 +278,31 @@ fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
     lo_ok && hi_ok
 }
 
+/// Bytes of keys and values an operation writes (a range delete counts both its keys).
+fn written_bytes(op: &Op) -> u64 {
+    let w = |o: &WOp| match *o {
+        WOp::Put { vlen, .. } => 5 + vlen as u64,
+        WOp::Delete { .. } => 5,
+        WOp::DeleteRange { .. } => 10,
+    };
+    match op {
+        Op::Put { vlen, .. } => 5 + *vlen as u64,
+        Op::Delete { .. } => 5,
+        Op::DeleteRange { .. } => 10,
+        Op::Batch(ops) => ops.iter().map(w).sum(),
+        Op::Fill { count, vlen, .. } => *count as u64 * (5 + *vlen as u64),
+        _ => 0,
+    }
+}
+
+/// A stable digest of a read's answer.
+fn digest<T: std::hash::Hash>(answer: &T) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    answer.hash(&mut h);
+    h.finish()
+}
+
 fn show(k: &[u8]) -> String {
     String::from_utf8_lossy(k).into_owned()
 }
@@ -371,6 +398,16 @@ pub struct Harness {
     pub max_runs_seen: usize,
     /// Number of reopens done.
     pub reopens: usize,
+    /// Moved a millisecond forward per operation, when the options run on it.
+    pub clock: Option<Arc<strata::ManualClock>>,
+    /// User bytes written (keys and values; a key for each delete): the tree can never
+    /// need levels for more than this.
+    pub written: u64,
+    /// Largest total of a keyspace's level bytes seen.
+    pub max_bytes_seen: u64,
+    /// Every read's answer, in order, as a digest: the same operations must give the
+    /// same answers under any options (the metamorphic test compares them).
+    pub answers: Vec<u64>,
 }
 
 impl Harness {
@@ -389,6 +426,10 @@ impl Harness {
             max_level_seen: 0,
             max_runs_seen: 0,
             reopens: 0,
+            clock: None,
+            written: 0,
+            max_bytes_seen: 0,
+            answers: Vec::new(),
         };
         h.open(true)?;
         Ok(h)
@@ -419,6 +460,8 @@ impl Harness {
     fn observe_shape(&mut self) {
         let stats = self.db().stats();
         for ks in &stats.keyspaces {
+            let bytes: u64 = ks.levels.iter().map(|l| l.bytes).sum();
+            self.max_bytes_seen = self.max_bytes_seen.max(bytes);
             for l in &ks.levels {
                 if l.files > 0 {
                     self.max_level_seen = self.max_level_seen.max(l.level);
@@ -465,6 +508,10 @@ impl Harness {
     /// Applies one operation, checking every read against the model.
     pub fn apply(&mut self, op: &Op) -> Result<(), String> {
         self.tag += 1;
+        if let Some(c) = &self.clock {
+            c.advance(1000);
+        }
+        self.written += written_bytes(op);
         match op {
             Op::Put { ks, key: k, vlen } => {
                 let v = value(self.tag, *k, *vlen);
@@ -495,6 +542,7 @@ impl Harness {
             }
             Op::Get { ks, key: k } => {
                 let got = self.ks[*ks].get(&key(*k)).map_err(|e| format!("get: {e}"))?;
+                self.answers.push(digest(&got));
                 let want = self.model[*ks].get(&key(*k)).cloned();
                 if got != want {
                     return Err(format!(
@@ -512,6 +560,7 @@ impl Harness {
                     .scan((lo.clone(), hi.clone()))
                     .map_err(|e| format!("scan: {e}"))?;
                 let got = consume(scan, *mode)?;
+                self.answers.push(digest(&got));
                 let want = expected(&self.model[*ks], &lo, &hi, *mode);
                 compare(
                     &format!(
@@ -536,6 +585,7 @@ impl Harness {
                 let got = s
                     .get(&self.ks[*ks], &key(*k))
                     .map_err(|e| format!("snapshot get: {e}"))?;
+                let answer = digest(&got);
                 let want = m[*ks].get(&key(*k)).cloned();
                 if got != want {
                     return Err(format!(
@@ -547,6 +597,7 @@ impl Harness {
                         want.map(|v| show(&v[..v.len().min(24)]))
                     ));
                 }
+                self.answers.push(answer);
             }
             Op::SnapScan { snap, ks, lo, hi, mode } => {
                 let Some(i) = self.snapshot_index(snap) else {
@@ -558,12 +609,14 @@ impl Harness {
                     .scan(&self.ks[*ks], (lo.clone(), hi.clone()))
                     .map_err(|e| format!("snapshot scan: {e}"))?;
                 let got = consume(scan, *mode)?;
+                let answer = digest(&got);
                 let want = expected(&m[*ks], &lo, &hi, *mode);
                 compare(
                     &format!("snapshot #{i} (seq {}) scan {mode:?} in {}", s.seq(), KS_NAMES[*ks]),
                     &got,
                     &want,
                 )?;
+                self.answers.push(answer);
             }
             Op::DropSnapshot { snap } => {
                 if let Some(i) = self.snapshot_index(snap) {
@@ -656,7 +709,29 @@ impl Harness {
             .map_err(|e| format!("wait_for_background: {e}"))?;
         self.check_all()
             .map_err(|e| format!("check after background work: {e}"))?;
-        self.reopen().map_err(|e| format!("final reopen: {e}"))
+        self.reopen().map_err(|e| format!("final reopen: {e}"))?;
+        self.check_depth()
+    }
+
+    /// The tree grows a level only when the level above outgrew its capacity
+    /// (`version` invariant 4), so the deepest level seen is bounded by the bytes written.
+    pub fn check_depth(&self) -> Result<(), String> {
+        let d = self.max_level_seen;
+        if d < 2 {
+            return Ok(());
+        }
+        let capacity = self.opts.memtable_budget as f64 * self.opts.size_ratio.powi(d as i32 - 1);
+        let bound = 4 * self.written.max(self.max_bytes_seen) + (64 << 10);
+        if capacity > bound as f64 {
+            return Err(format!(
+                "level {d} reached, but level {} (capacity {capacity} bytes) can never have \
+                 been full: {} bytes written, at most {} bytes seen in a tree",
+                d - 1,
+                self.written,
+                self.max_bytes_seen
+            ));
+        }
+        Ok(())
     }
 
     pub fn stats(&self) -> strata::Stats {
@@ -664,19 +739,24 @@ impl Harness {
     }
 }
 
-/// Runs a deterministic long sequence of `n` operations with `reopen_every` spacing of
-/// forced reopens, returning the harness for shape assertions. Panics on a mismatch.
-pub fn run_deep(opts: Options, nks: usize, n: usize, seed: u64) -> Harness {
+/// `n` random operations over `nks` keyspaces, drawn from `seed`.
+pub fn ops_from_seed(nks: usize, n: usize, seed: u64) -> Vec<Op> {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
     let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-    let ops = proptest::collection::vec(op(nks), n)
+    proptest::collection::vec(op(nks), n)
         .new_tree(&mut runner)
         .expect("generate operations")
-        .current();
+        .current()
+}
+
+/// Runs a deterministic long sequence of `n` operations with `reopen_every` spacing of
+/// forced reopens, returning the harness for shape assertions. Panics on a mismatch.
+pub fn run_deep(opts: Options, nks: usize, n: usize, seed: u64) -> Harness {
+    let ops = ops_from_seed(nks, n, seed);
     let mut h = Harness::new(opts, nks).expect("open");
     if let Err(e) = h.run(&ops) {
         panic!("deep run (seed {seed}) failed: {e}");
