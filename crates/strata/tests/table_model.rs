@@ -7,6 +7,8 @@
 //! The key universe is small (primary keys 0..40, about six values per indexed field),
 //! so overwrites, deletes, duplicate keys and dirty index entries collide all the time.
 
+#[path = "common/options.rs"]
+mod options;
 mod table_common;
 
 use std::collections::BTreeMap;
@@ -438,6 +440,9 @@ struct Harness {
     models: [Model; 2],
     snapshots: Vec<(Snapshot, [Model; 2])>,
     dir: tempfile::TempDir,
+    opts: strata::Options,
+    /// Moved a millisecond forward per step, when the options run on it.
+    clock: Option<std::sync::Arc<strata::ManualClock>>,
 }
 
 fn model_of(t: usize) -> usize {
@@ -446,8 +451,12 @@ fn model_of(t: usize) -> usize {
 
 impl Harness {
     fn new() -> Harness {
+        Harness::with_options(model_options(), None)
+    }
+
+    fn with_options(opts: strata::Options, clock: Option<std::sync::Arc<strata::ManualClock>>) -> Harness {
         let dir = table_common::tempdir();
-        let db = Db::open(dir.path(), model_options()).expect("open");
+        let db = Db::open(dir.path(), opts.clone()).expect("open");
         let tables = TABLES
             .iter()
             .map(|(n, u)| db.create_table(schema(n, *u)).expect("create table"))
@@ -458,6 +467,8 @@ impl Harness {
             tables,
             models: [Model::new(), Model::new()],
             snapshots: Vec::new(),
+            opts,
+            clock,
         }
     }
 
@@ -495,7 +506,7 @@ impl Harness {
         self.tables.clear();
         let db = self.db.take().expect("db");
         db.close().map_err(|e| format!("close: {e}"))?;
-        let db = Db::open(self.dir.path(), model_options()).map_err(|e| format!("reopen: {e}"))?;
+        let db = Db::open(self.dir.path(), self.opts.clone()).map_err(|e| format!("reopen: {e}"))?;
         let mut names = db.list_tables();
         names.sort();
         let mut want: Vec<String> = TABLES.iter().map(|t| t.0.to_string()).collect();
@@ -557,6 +568,9 @@ impl Harness {
     }
 
     fn step(&mut self, op: &Op) -> Result<(), String> {
+        if let Some(c) = &self.clock {
+            c.advance(1000);
+        }
         match op {
             Op::One(s) => {
                 let s = &full_stmt(s);
@@ -722,13 +736,18 @@ impl Harness {
     }
 }
 
-fn run_case(ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut h = Harness::new();
+/// Runs `ops` under options drawn from `options_seed` (sizes, runs per level, triggers,
+/// FADE, density, sync policy; `tests/common/options.rs`).
+fn run_case(ops: &[Op], options_seed: u64) -> Result<(), TestCaseError> {
+    let (drawn, clock) = options::drawn_options(options_seed, std::sync::Arc::new(table_common::NoSyncFs));
+    let shape = options::describe(&drawn);
+    let mut h = Harness::with_options(drawn, Some(clock));
     for (n, op) in ops.iter().enumerate() {
         h.step(op)
-            .map_err(|e| TestCaseError::fail(format!("op #{n} {op:?}: {e}")))?;
+            .map_err(|e| TestCaseError::fail(format!("op #{n} {op:?} (options: {shape}): {e}")))?;
     }
-    h.finish().map_err(TestCaseError::fail)
+    h.finish()
+        .map_err(|e| TestCaseError::fail(format!("{e} (options: {shape})")))
 }
 
 #[test]
@@ -739,11 +758,17 @@ fn tables_match_the_model() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&prop::collection::vec(op(), 100..180), |ops| run_case(&ops));
+    let result = runner.run(
+        &(prop::collection::vec(op(), 100..180), any::<u64>()),
+        |(ops, options_seed)| run_case(&ops, options_seed),
+    );
     match result {
         Ok(()) => {}
-        Err(TestError::Fail(why, ops)) => {
-            panic!("minimal failing case ({} ops): {why}\n{ops:#?}", ops.len())
+        Err(TestError::Fail(why, (ops, options_seed))) => {
+            panic!(
+                "minimal failing case ({} ops, options seed {options_seed}): {why}\n{ops:#?}",
+                ops.len()
+            )
         }
         Err(e) => panic!("{e}"),
     }
