@@ -143,6 +143,97 @@ impl DropRules {
 mod tests {
     use super::*;
 
+    /// `testdata/compaction_rules/*`: a key's versions, snapshots, deferred deletes and
+    /// range tombstones going into a merge, and what the merge keeps of them.
+    ///
+    /// ```text
+    /// merge snapshots=(15,40) bottommost keep-shadowed-tombstones
+    /// k@52 put
+    /// k@7 ddel
+    /// rangedel a-c@20
+    /// ----
+    /// (each entry in merge order, with its fate; the range tombstones kept)
+    /// ```
+    #[test]
+    fn data_driven_merges() {
+        datadriven::walk("testdata/compaction_rules", |f| f.run(merge_case));
+    }
+
+    fn merge_case(tc: &mut datadriven::TestCase) -> Result<String, String> {
+        let e = |e: datadriven::DataDrivenError| e.to_string();
+        if tc.directive != "merge" {
+            return Err(format!("unknown directive {:?}", tc.directive));
+        }
+        let mut snapshots: Vec<SeqNo> = tc.try_take_args("snapshots").map_err(e)?.unwrap_or_default();
+        snapshots.sort_unstable();
+        let bottommost = tc.take_flag("bottommost").map_err(e)?;
+        let keep_shadowed = tc.take_flag("keep-shadowed-tombstones").map_err(e)?;
+        tc.expect_empty().map_err(e)?;
+        let mut entries: Vec<(Vec<u8>, SeqNo, ValueKind)> = Vec::new();
+        let mut range_dels = Vec::new();
+        for line in tc.input.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            // `k@7 put`, or `rangedel a-c@20`.
+            let (what, kind) = match line.strip_prefix("rangedel ") {
+                Some(range) => (range, "rangedel"),
+                None => line.split_once(' ').ok_or_else(|| format!("bad line {line:?}"))?,
+            };
+            let (key, seq) = what.rsplit_once('@').ok_or_else(|| format!("no @seq in {line:?}"))?;
+            let seq: SeqNo = seq.parse().map_err(|_| format!("bad seqno in {line:?}"))?;
+            match kind.trim() {
+                "put" => entries.push((key.as_bytes().to_vec(), seq, ValueKind::Put)),
+                "del" => entries.push((key.as_bytes().to_vec(), seq, ValueKind::Delete)),
+                "ddel" => entries.push((key.as_bytes().to_vec(), seq, ValueKind::DeferredDelete)),
+                "rangedel" => {
+                    let (start, end) = key
+                        .split_once('-')
+                        .ok_or_else(|| format!("range needs a-b: {line:?}"))?;
+                    range_dels.push(RangeTombstone {
+                        start: start.as_bytes().to_vec(),
+                        end: end.as_bytes().to_vec(),
+                        seq,
+                    });
+                }
+                k => return Err(format!("unknown kind {k:?}")),
+            }
+        }
+        // Internal-key order: user key, then newest first, a deferred delete before the
+        // put it names.
+        entries.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then(b.1.cmp(&a.1))
+                .then((b.2 == ValueKind::DeferredDelete).cmp(&(a.2 == ValueKind::DeferredDelete)))
+        });
+        let mut rules = DropRules::new(snapshots, bottommost, keep_shadowed, range_dels);
+        let mut out = String::new();
+        for (key, seq, kind) in &entries {
+            let d = rules.decide(&ParsedKey {
+                user_key: key,
+                seq: *seq,
+                kind: *kind,
+            });
+            let kind = match kind {
+                ValueKind::Put => "put",
+                ValueKind::Delete => "del",
+                ValueKind::DeferredDelete => "ddel",
+            };
+            let fate = match d {
+                Decision::Keep => "keep",
+                Decision::DropPut => "drop, version reported",
+                Decision::DropTombstone => "drop",
+            };
+            out.push_str(&format!("{}@{seq} {kind}: {fate}\n", String::from_utf8_lossy(key)));
+        }
+        for t in rules.surviving_range_dels() {
+            out.push_str(&format!(
+                "rangedel {}-{}@{}: keep\n",
+                String::from_utf8_lossy(&t.start),
+                String::from_utf8_lossy(&t.end),
+                t.seq
+            ));
+        }
+        Ok(out)
+    }
+
     fn p(k: &'static [u8], seq: SeqNo, kind: ValueKind) -> ParsedKey<'static> {
         ParsedKey { user_key: k, seq, kind }
     }
