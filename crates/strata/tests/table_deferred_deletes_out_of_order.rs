@@ -1,8 +1,8 @@
-//! Deferred deletes arrive out of source order (DESIGN.md 4.2.6, vinyl #10895): a
-//! `DeferredDelete(k, s1)` lands in a newer run than a `Put(k, s3)` with s3 > s1 that
-//! already sits deeper. No read or compaction of the secondary index may trust "newer
-//! run means newer entry": the put must survive, while the delete still removes the
-//! put it names.
+//! Deferred deletes arrive out of source order (docs/design/deferred.md, "Rules that
+//! keep it correct"; vinyl #10895): a `DeferredDelete(k, s1)` lands in a newer run than
+//! a `Put(k, s3)` with s3 > s1 that already sits deeper. No read or compaction of the
+//! secondary index may trust "newer run means newer entry": the put must survive, while
+//! the delete still removes the put it names.
 //!
 //! The order is forced by compacting the secondary keyspace on its own before the
 //! primary one (automatic compactions are held off with a high level-0 trigger).

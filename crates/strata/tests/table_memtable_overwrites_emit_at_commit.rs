@@ -1,5 +1,6 @@
-//! DESIGN.md 4.2.6: "If the overwritten row is already in the memtable, emit the
-//! secondary deletes at commit: cheap, and it keeps dirty entries from piling up."
+//! docs/design/deferred.md, "Rules that keep it correct": "If the overwritten row is
+//! already in the memtable, emit the secondary deletes at commit: cheap, and it keeps
+//! dirty entries from piling up."
 //!
 //! A deferred table whose rows are overwritten or deleted while their previous version
 //! is still in the memtable must not leave dirty entries for selects to skip: the

@@ -11,9 +11,10 @@
 //!
 //! When the old row is still in a memtable and the table's indexes are being read, the
 //! commit finds it there without I/O and deletes its changed secondary entries at once
-//! (DESIGN 4.2.6), so hot rows rewritten many times within one memtable's life leave no
-//! dirty entries for reads to skip; with no readers the writes stay blind (the purge
-//! would cost the writer and save nobody a read). A delete at the new version's seqno
+//! (docs/design/deferred.md, "Rules that keep it correct"), so hot rows rewritten many
+//! times within one memtable's life leave no dirty entries for reads to skip; with no
+//! readers the writes stay blind (the purge would cost the writer and save nobody a
+//! read). A delete at the new version's seqno
 //! is right whatever the probe saw: at that seqno the row's only live entries are the
 //! new ones, and older snapshots do not see it. When the old row is on disk, the
 //! commit hands it to the purge thread instead (`table::purge`), which reads it after
