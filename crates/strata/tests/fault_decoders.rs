@@ -15,7 +15,7 @@ use strata::sstable::index::{FenceIndex, FenceValue, IndexBuilder};
 use strata::sstable::range_del::decode_range_dels;
 use strata::sstable::{Block, Properties, Table};
 use strata::table::catalog::TableDef;
-use strata::table::codec::{decode_key, decode_row, split_key};
+use strata::table::encoding::{decode_key, decode_row, split_key};
 use strata::table::schema::Schema;
 use strata::version::VersionEdit;
 use strata::wal::Reader;

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata::table::codec::{decode_key, encode_key, split_key};
+use strata::table::encoding::{decode_key, encode_key, split_key};
 use strata_fuzz::{same_values, schemas};
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata::table::codec::{decode_fields, decode_row, encode_row};
+use strata::table::encoding::{decode_fields, decode_row, encode_row};
 use strata_fuzz::{same_values, schemas};
 
 fuzz_target!(|data: &[u8]| {

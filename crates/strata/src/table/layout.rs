@@ -4,7 +4,7 @@
 //! byte order is value order. A row version and all its index entries share one seqno.
 
 use super::catalog::TableDef;
-use super::codec::{decode_key, decode_row, encode_key, encode_row};
+use super::encoding::{decode_key, decode_row, encode_key, encode_row};
 use super::schema::{FieldType, IndexMaintenance, Schema};
 use super::value::Value;
 use crate::compaction::SecondaryKeys;

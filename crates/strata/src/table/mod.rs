@@ -35,9 +35,9 @@
 pub mod build;
 pub mod catalog;
 pub mod check;
-pub mod codec;
 mod deferred;
 mod eager;
+pub mod encoding;
 pub mod layout;
 pub(crate) mod purge;
 pub(crate) mod runtime;

@@ -132,7 +132,7 @@ impl Select {
             shape.encode_prefix(&vals, &mut k)?;
             Ok(k)
         };
-        let succ = |k: &[u8]| super::codec::prefix_successor(k);
+        let succ = |k: &[u8]| super::encoding::prefix_successor(k);
         let lo: Bound<Vec<u8>> = match &self.lower {
             Bound::Unbounded => Bound::Included(prefix.clone()),
             Bound::Included(v) => Bound::Included(bound_key(v)?),

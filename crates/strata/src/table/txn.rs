@@ -254,7 +254,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        let hi = super::codec::prefix_successor(ukey);
+        let hi = super::encoding::prefix_successor(ukey);
         let ks = self.db_keyspace(ix.keyspace);
         let scan = match &hi {
             Some(hi) => ks.scan(ukey..hi.as_slice())?,

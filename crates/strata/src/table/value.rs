@@ -2,7 +2,7 @@
 //!
 //! This module owns [`Value`], the one dynamically typed cell used by every row, key and
 //! index of the table layer, and the order [`Value::cmp_total`] that the key codec in
-//! `table::codec` reproduces byte for byte.
+//! `table::encoding` reproduces byte for byte.
 //!
 //! Invariants:
 //! - [`Value::cmp_total`] is a total order (reflexive, antisymmetric, transitive) over all
