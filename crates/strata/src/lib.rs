@@ -46,4 +46,4 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, KeyRange, Keyspace, KeyspaceStats, LevelStats, Scan, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use options::{Clock, ManualClock, Options, SyncPolicy, SystemClock};
+pub use options::{Clock, ManualClock, Options, RecoveryMode, SyncPolicy, SystemClock};

@@ -48,6 +48,7 @@ impl DbInner {
     /// Commits `batch`; returns the seqno of its last operation.
     pub fn write(&self, batch: WriteBatch) -> Result<SeqNo> {
         self.check_open()?;
+        self.check_writable()?;
         batch.validate()?;
         if batch.is_empty() {
             return Ok(self.visible_seq.load(Ordering::Acquire));
@@ -359,6 +360,7 @@ impl DbInner {
     /// Freezes the memtable (through the write queue, so it is ordered with writes) and
     /// waits until every frozen memtable is flushed.
     pub fn flush_and_wait(&self) -> Result<()> {
+        self.check_writable()?;
         self.check_open()?;
         self.submit(Request::Freeze)?;
         let mut bg = self.bg.lock();

@@ -26,6 +26,8 @@ pub struct ObsoleteFiles {
     /// Set when the database closes: nobody will drain the queue after that, so late
     /// holders unlink themselves.
     closed: AtomicBool,
+    /// A read-only database: files are forgotten, never unlinked.
+    keep: bool,
 }
 
 impl std::fmt::Debug for ObsoleteFiles {
@@ -43,12 +45,24 @@ impl ObsoleteFiles {
             fs,
             queue: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            keep: false,
+        }
+    }
+
+    /// A queue that never unlinks anything (a read-only database writes nothing).
+    pub fn keeping(fs: Arc<dyn FileSystem>) -> Self {
+        ObsoleteFiles {
+            keep: true,
+            ..Self::new(fs)
         }
     }
 
     /// Takes `path`, which no version names: queued, or unlinked at once once the
     /// database is closed.
     pub fn retire(&self, path: PathBuf) {
+        if self.keep {
+            return;
+        }
         // Checked under the lock `close` drains with, so no path lands after the drain.
         let mut queue = self.queue.lock();
         if self.closed.load(Ordering::SeqCst) {
