@@ -251,13 +251,16 @@ impl Db {
 
     /// Applies a batch atomically; returns when it is acknowledged (durable under the
     /// sync policy).
+    ///
+    /// A table's internal keyspaces (`table:...`) are refused: write rows through the
+    /// table API.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.inner.write(batch).map(|_| ())
+        self.inner.write_user(batch).map(|_| ())
     }
 
     /// Applies a batch and returns the seqno of its last operation.
     pub fn write_with_seq(&self, batch: WriteBatch) -> Result<SeqNo> {
-        self.inner.write(batch)
+        self.inner.write_user(batch)
     }
 
     /// A consistent read view at the current moment; held versions are not compacted

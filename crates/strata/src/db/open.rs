@@ -52,6 +52,13 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
             reason: "it is a file, not a directory".into(),
         });
     }
+    if opts.read_only && !fs.exists(&dir.join("CURRENT")) {
+        // Creating a database is a write.
+        return Err(Error::NotADatabase {
+            path: dir,
+            reason: "no database here (a read-only open creates none)".into(),
+        });
+    }
     if !fs.exists(&dir) {
         if !opts.create_if_missing {
             return Err(Error::NotADatabase {

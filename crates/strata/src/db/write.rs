@@ -57,6 +57,28 @@ impl DbInner {
         self.submit(Request::Batch(Arc::new(batch)))
     }
 
+    /// Commits a batch from the public key-value API: like [`write`](Self::write), but
+    /// a table's internal keyspaces (named `table:...`) are refused, since rows and
+    /// index entries written behind the table's back break its invariants.
+    pub fn write_user(&self, batch: WriteBatch) -> Result<SeqNo> {
+        let v = self.current().version.clone();
+        let mut last = u32::MAX;
+        for op in batch.ops() {
+            let ks = op.map_err(Error::InvalidArgument)?.keyspace();
+            if ks != last
+                && let Some(tree) = v.keyspace(ks)
+                && tree.name.starts_with(super::RESERVED_PREFIX)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {:?} belongs to a table: write through the table API",
+                    tree.name
+                )));
+            }
+            last = ks;
+        }
+        self.write(batch)
+    }
+
     fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
         let v = self.current().version.clone();
         let mut last = u32::MAX;
