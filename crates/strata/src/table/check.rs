@@ -76,7 +76,6 @@ impl CheckReport {
 
 impl std::fmt::Display for CheckReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "{}", self.files)?;
         for t in &self.tables {
             writeln!(f, "table {}: {} rows", t.name, t.rows)?;
             for i in &t.indexes {
@@ -87,6 +86,7 @@ impl std::fmt::Display for CheckReport {
                 )?;
             }
         }
+        writeln!(f, "{}", self.files)?;
         if self.problems.is_empty() {
             write!(f, "ok")
         } else {
