@@ -140,6 +140,15 @@ pub enum Command {
         /// Name of the keyspace
         name: String,
     },
+    /// Salvage what reads back from the database into a new one at --to (the source is
+    /// opened read-only and not changed; pass --recovery-mode
+    /// skip-any-corrupted-records to keep every readable log record). Lists each loss;
+    /// exit status 1 if anything was lost
+    Repair {
+        /// Directory of the new database (must not hold one)
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+    },
     /// Summarize an SSTable file: footer, properties, bloom filter, fence pointers
     /// (does not need --db)
     DumpSst {

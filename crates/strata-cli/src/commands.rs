@@ -145,6 +145,23 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(out, "{text}")?;
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
+        Command::Repair { to } => {
+            let Some(src) = db_dir else {
+                return Err(CliError::Usage(
+                    "no database given: pass --db DIR or set STRATA_DB".into(),
+                ));
+            };
+            let mode = OPEN_FLAGS.get().map(|f| f.recovery_mode).unwrap_or_default();
+            let report = strata::repair::salvage(src, &to, mode)?;
+            writeln!(out, "{report}")?;
+            if !report.lost.is_empty() {
+                out.flush()?;
+                return Err(CliError::Runtime(format!(
+                    "salvage lost data in {} place(s); see LOST lines",
+                    report.lost.len()
+                )));
+            }
+        }
     }
     out.flush()?;
     Ok(())

@@ -38,6 +38,7 @@ pub mod key;
 pub mod memtable;
 pub mod options;
 pub mod range_tombstone;
+pub mod repair;
 pub mod sstable;
 pub mod table;
 pub mod version;

@@ -80,6 +80,10 @@ pub(crate) struct WalState {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
+    /// The next file number when the database was opened: files numbered from here on
+    /// were made by this process (a job's outputs exist before the manifest lists
+    /// them), older unlisted ones are orphans `check` reports.
+    pub first_own_file: u64,
     pub opts: Options,
     pub table_cache: Arc<TableCache>,
     /// Removed SSTables whose last holder let go, for the workers to unlink.

@@ -248,8 +248,10 @@ fn finish(
         counters.restore(saved);
     }
     let last = vs.last_seq;
+    let first_own_file = vs.next_file_number.load(std::sync::atomic::Ordering::SeqCst);
     Ok(DbInner {
         dir,
+        first_own_file,
         table_cache,
         retired,
         block_cache,

@@ -4,8 +4,12 @@
 //!   records, its footer and meta blocks open, every data block's checksum matches and
 //!   the block decodes, its keys ascend, and it holds the number of entries the
 //!   manifest records;
-//! - the directory against the manifest: SSTables it does not list (outputs of an
-//!   interrupted job, or of one still running while the check ran);
+//! - the directory against the manifest: SSTables it does not list, among those older
+//!   than the open (outputs of an interrupted job: a writable open deletes them, so
+//!   they show under a read-only open, or as files copied in behind the database's
+//!   back). Newer files may be outputs of a running job, which exist before the
+//!   manifest lists them; files an edit removed that a reader still holds are not
+//!   unlisted either;
 //! - `CURRENT` and the live manifest read back whole;
 //! - every WAL: it reads to its end (a torn tail only in the newest one).
 //!
@@ -104,15 +108,16 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
     for n in &names {
         if let Some(num) = n.strip_suffix(".sst").and_then(|s| s.parse::<u64>().ok())
             && !live.contains(&num)
+            // Files this process made may be a running job's outputs, which exist before
+            // the manifest lists them, or outputs of a failed job, deleted at the next
+            // open; files an edit removed may still be held by a reader.
+            && num < inner.first_own_file
+            && !inner.retired.is_removed(&dir.join(n))
         {
-            // A job still running may own it; the next open deletes it otherwise.
-            let busy = inner.bg.lock().busy.contains(&num);
-            if !busy {
-                problems.push(format!(
-                    "{}: an SSTable the manifest does not list (output of an interrupted or running job)",
-                    dir.join(n).display()
-                ));
-            }
+            problems.push(format!(
+                "{}: an SSTable the manifest does not list (output of an interrupted job, or copied in)",
+                dir.join(n).display()
+            ));
         }
     }
     match crate::version::manifest::read_current(fs.as_ref(), dir) {
@@ -128,6 +133,8 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
         let path = dir.join(wal::log_file_name(number));
         let mut reader = match wal::Reader::open(fs.as_ref(), &path) {
             Ok(r) => r,
+            // A flush deleted it since the listing: its data is in SSTables now.
+            Err(_) if !fs.exists(&path) => continue,
             Err(e) => {
                 problems.push(e.to_string());
                 continue;
