@@ -28,7 +28,13 @@ pub struct Cli {
     pub read_only: bool,
 
     /// How opening treats damaged log records (see docs/design/recovery.md)
-    #[arg(long, global = true, value_enum, value_name = "MODE", default_value = "tolerate-corrupted-tail")]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        default_value = "tolerate-corrupted-tail"
+    )]
     pub recovery_mode: RecoveryModeArg,
 
     #[command(subcommand)]

@@ -420,7 +420,10 @@ fn read_only_reads_and_refuses_writes() {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
-                (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
             })
             .collect();
         v.sort();
@@ -438,12 +441,45 @@ fn read_only_reads_and_refuses_writes() {
 #[test]
 fn put_into_a_tables_keyspace_is_refused() {
     let (_dir, db) = new_db();
-    ok(&db, &["create-table", "table u (id u64, a u64) primary key (id) index by_a (a)"]);
-    assert_fails(&run(&db, &["put", "--keyspace", "table:u", "k", "v"]), 1, "belongs to a table");
+    ok(
+        &db,
+        &[
+            "create-table",
+            "table u (id u64, a u64) primary key (id) index by_a (a)",
+        ],
+    );
     assert_fails(
-        &run(&db, &["create-table", "table w (id u64, a u64) primary key (id) index primary (a)"]),
+        &run(&db, &["put", "--keyspace", "table:u", "k", "v"]),
+        1,
+        "belongs to a table",
+    );
+    assert_fails(
+        &run(
+            &db,
+            &[
+                "create-table",
+                "table w (id u64, a u64) primary key (id) index primary (a)",
+            ],
+        ),
         1,
         "reserved",
     );
     assert!(ok(&db, &["check"]).ends_with("ok\n"));
+}
+
+/// `repair --to` copies a readable database whole (exit 0), and refuses an existing
+/// destination; the source is not changed.
+#[test]
+fn repair_copies_into_a_new_database() {
+    let (dir, db) = new_db();
+    put_all(&db, &[("a", "1"), ("b", "2"), ("c", "3")]);
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "d", "4"]);
+    let to = dir.path().join("copy");
+    let out = ok(&db, &["repair", "--to", to.to_str().unwrap()]);
+    assert!(out.contains("salvaged 4 keys"), "{out}");
+    assert_eq!(ok(&to, &["scan"]), "a\t1\nb\t2\nc\t3\nd\t4\n");
+    assert!(ok(&to, &["check"]).ends_with("ok\n"));
+    assert_fails(&run(&db, &["repair", "--to", to.to_str().unwrap()]), 1, "exists");
+    assert_eq!(ok(&db, &["get", "d"]), "4\n");
 }

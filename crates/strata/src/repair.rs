@@ -170,9 +170,10 @@ fn copy_keyspace(
                 start = next;
             }
             _ => {
-                report
-                    .lost
-                    .push(format!("keyspace {}: every key after the last one copied: {e}", src.name()));
+                report.lost.push(format!(
+                    "keyspace {}: every key after the last one copied: {e}",
+                    src.name()
+                ));
                 break;
             }
         }

@@ -197,9 +197,9 @@ fn dir_state(dir: &Path) -> BTreeMap<String, (u64, u64)> {
     for e in std::fs::read_dir(dir).expect("read_dir") {
         let e = e.expect("entry");
         let bytes = std::fs::read(e.path()).expect("read");
-        let hash = bytes
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
         out.insert(e.file_name().to_string_lossy().into_owned(), (bytes.len() as u64, hash));
     }
     out
@@ -233,7 +233,12 @@ fn record_offsets(bytes: &[u8]) -> Vec<usize> {
 /// Block edges of an SSTable: each data block's start and end, and the footer.
 fn sst_boundaries(path: &Path) -> Vec<usize> {
     let size = std::fs::metadata(path).expect("stat").len() as usize;
-    let mut out = vec![0, size.saturating_sub(1), size.saturating_sub(8), size.saturating_sub(48)];
+    let mut out = vec![
+        0,
+        size.saturating_sub(1),
+        size.saturating_sub(8),
+        size.saturating_sub(48),
+    ];
     let number: u64 = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -391,7 +396,11 @@ fn trial(t: &Template, file: &str, damage: &Damage, counts: &mut Counts) {
         Ok(db) => db,
         Err(e) => {
             names_file(&e);
-            assert_eq!(dir_state(work.path()), before, "{what}: a refused open changed files ({e})");
+            assert_eq!(
+                dir_state(work.path()),
+                before,
+                "{what}: a refused open changed files ({e})"
+            );
             counts.open_refused += 1;
             return;
         }
@@ -547,7 +556,10 @@ fn flipped_length_bit_in_a_wal_record_is_refused() {
         for bit in 0..32 {
             let work = tempdir();
             copy_dir(dir.path(), work.path());
-            apply(&work.path().join(&wal), &Damage::FlipBit(records[rec] + bit / 8, (bit % 8) as u8));
+            apply(
+                &work.path().join(&wal),
+                &Damage::FlipBit(records[rec] + bit / 8, (bit % 8) as u8),
+            );
             let before = dir_state(work.path());
             match Db::open(work.path(), opts.clone()) {
                 Ok(db) => {

@@ -200,7 +200,10 @@ fn read_only_open_reads_everything_and_writes_nothing() {
         db.compact_range(),
         db.create_keyspace("new").map(drop),
     ] {
-        assert!(matches!(r, Err(Error::InvalidArgument(_))), "a write was not refused: {r:?}");
+        assert!(
+            matches!(r, Err(Error::InvalidArgument(_))),
+            "a write was not refused: {r:?}"
+        );
     }
     let report = db.check(Default::default()).expect("check runs read-only");
     assert!(report.ok(), "{report}");
@@ -324,7 +327,10 @@ fn salvage_keeps_everything_but_the_damaged_block() {
     assert_eq!(gaps, 1, "the loss is one key range");
     let report = db.check(Default::default()).expect("check");
     assert!(report.ok(), "{report}");
-    assert_eq!(db.table("u").expect("table").select("by_a").count().expect("count"), 100);
+    assert_eq!(
+        db.table("u").expect("table").select("by_a").count().expect("count"),
+        100
+    );
     // The source was not changed by the salvage (opened read-only).
     assert!(src.path().join(format!("{:06}.sst", kv_files[0])).exists());
 }

@@ -153,7 +153,11 @@ impl Db {
         let inner = Arc::new(open::open_inner(path.as_ref(), opts)?);
         let mut threads = Vec::new();
         // A read-only database runs no flushes, compactions or purges: they write.
-        let workers = if inner.opts.read_only { 0 } else { inner.opts.background_threads };
+        let workers = if inner.opts.read_only {
+            0
+        } else {
+            inner.opts.background_threads
+        };
         for i in 0..workers {
             let inner2 = inner.clone();
             let h = std::thread::Builder::new()

@@ -23,17 +23,17 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::flush_memtable;
 use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
+use crate::RecoveryMode;
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
+use crate::version::manifest::ManifestRead;
 use crate::version::set::VersionSet;
 use crate::version::{FileContext, ObsoleteFiles, VersionEdit};
 use crate::wal;
-use crate::RecoveryMode;
-use crate::version::manifest::ManifestRead;
 
 const LOCK_FILE: &str = "LOCK";
 
@@ -164,23 +164,42 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     // A dry run over every WAL record first: damage found while replaying would come
     // after recovery flushes had already changed the directory.
     let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
-    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| Ok(()))?;
+    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| {
+        Ok(())
+    })?;
 
     if opts.read_only {
         // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
         let mem = Arc::new(MemTable::new(vs.log_number, opts.clock.now_micros()));
         let flushed_seq = vs.last_seq;
         let mut last_seq = flushed_seq;
-        scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |version, base, batch| {
-            let end = base + batch.seq_count().saturating_sub(1);
-            super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
-            mem.note_seq(end);
-            last_seq = last_seq.max(end);
-            Ok(())
-        })?;
+        scan_logs(
+            &LogScope::of(&vs),
+            &opts,
+            &dir,
+            manifest_at.as_ref(),
+            &mut |version, base, batch| {
+                let end = base + batch.seq_count().saturating_sub(1);
+                super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
+                mem.note_seq(end);
+                last_seq = last_seq.max(end);
+                Ok(())
+            },
+        )?;
         vs.last_seq = vs.last_seq.max(last_seq);
         return finish(
-            vs, mem, None, lock, dir, table_cache, retired, block_cache, table_states, catalog, job_ctx, opts,
+            vs,
+            mem,
+            None,
+            lock,
+            dir,
+            table_cache,
+            retired,
+            block_cache,
+            table_states,
+            catalog,
+            job_ctx,
+            opts,
         );
     }
 
@@ -338,7 +357,9 @@ fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSyste
     if let Some(synced) = LogScope::of(vs).synced {
         let name = wal::log_file_name(synced.number);
         if !present.contains(&name) {
-            return Err(stale(format!("names WAL {name} as synced at the last clean close, but it is missing")));
+            return Err(stale(format!(
+                "names WAL {name} as synced at the last clean close, but it is missing"
+            )));
         }
     }
     let version = vs.current();
@@ -575,7 +596,9 @@ fn scan_logs(
                 continue; // already in SSTables
             }
             for op in batch.ops() {
-                let ks = op.map_err(|r| Error::corruption(&path, offset, format!("bad batch in WAL record: {r}")))?.keyspace();
+                let ks = op
+                    .map_err(|r| Error::corruption(&path, offset, format!("bad batch in WAL record: {r}")))?
+                    .keyspace();
                 if ks >= vs.next_keyspace_id {
                     let (mpath, mlen) = manifest.cloned().unwrap_or_else(|| (dir.join("CURRENT"), 0));
                     return Err(Error::corruption(

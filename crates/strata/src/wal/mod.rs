@@ -19,8 +19,10 @@
 //!   wrote ahead of its end (a WAL synced on every commit, [`Writer::sync_commit`]),
 //!   or by one *torn tail* left by a crash (a cut-short or zero-filled last record).
 //!   [`Reader`] takes zeros as the end; at a torn tail it stops and
-//!   reports [`Reader::torn_tail_at`]; damage followed by more data is `Corruption`
-//!   naming the file and the record's offset. See [`Reader`] for the exact rules.
+//!   reports [`Reader::torn_tail_at`]; damage followed by more data (any valid record
+//!   after a bad one) is `Corruption` naming the file and the record's offset. See
+//!   [`Reader`] for the exact rules and `docs/design/recovery.md` for how recovery
+//!   uses them (recovery modes, the synced point a clean close records).
 //! - A log with a torn tail is never appended to again (new records would follow
 //!   garbage, turning the tail into mid-log corruption); recovery starts a new file.
 //! - A [`Writer`] that hit an I/O error refuses further records for the same reason.
