@@ -112,7 +112,11 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
             // the manifest lists them, or outputs of a failed job, deleted at the next
             // open; files an edit removed may still be held by a reader.
             && num < inner.first_own_file
+            // In this order: a removed file leaves the set only after it is unlinked,
+            // so one not in the set that still exists was never removed (the listing
+            // above may predate an unlink).
             && !inner.retired.is_removed(&dir.join(n))
+            && fs.exists(&dir.join(n))
         {
             problems.push(format!(
                 "{}: an SSTable the manifest does not list (output of an interrupted job, or copied in)",
