@@ -405,7 +405,7 @@ fn check_finds_damage_in_a_key_value_sstable() {
     let r = run(&db, &["check"]);
     let name = sst.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(r.code, Some(1), "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains(&format!("PROBLEM: corruption in")), "{}", r.stdout);
+    assert!(r.stdout.contains("PROBLEM: corruption in"), "{}", r.stdout);
     assert!(r.stdout.contains(&name), "{}", r.stdout);
 }
 

@@ -140,16 +140,16 @@ fn a_torn_tail_is_dropped_by_default_and_refused_under_absolute_consistency() {
     };
     let d = make();
     let before = dir_state(d.path());
-    let e = open_mode(d.path(), RecoveryMode::AbsoluteConsistency)
-        .err()
-        .expect("absolute consistency refuses a torn tail");
+    let Err(e) = open_mode(d.path(), RecoveryMode::AbsoluteConsistency) else {
+        panic!("absolute consistency refuses a torn tail");
+    };
     assert!(e.to_string().contains(&wal), "{e}");
     assert_eq!(dir_state(d.path()), before);
     // The clean close recorded the log's synced length: by default a cut inside the
     // synced part is damage, not a torn tail.
-    let e = open_mode(d.path(), RecoveryMode::TolerateCorruptedTail)
-        .err()
-        .expect("a cut below the synced point is refused");
+    let Err(e) = open_mode(d.path(), RecoveryMode::TolerateCorruptedTail) else {
+        panic!("a cut below the synced point is refused");
+    };
     assert!(e.to_string().contains("synced"), "{e}");
     assert_eq!(dir_state(d.path()), before);
     // PointInTime accepts it (salvage) and keeps the 99 whole records.
@@ -235,22 +235,22 @@ fn read_only_and_writable_opens_exclude_each_other() {
 fn reserved_names_are_refused() {
     let dir = tempdir();
     let db = Db::open(dir.path(), options()).expect("open");
-    let e = db
-        .create_table(Schema::parse("table u (id u64, a u64) primary key (id) index primary (a)").expect("schema"))
-        .err()
-        .expect("an index named primary is refused");
+    let Err(e) =
+        db.create_table(Schema::parse("table u (id u64, a u64) primary key (id) index primary (a)").expect("schema"))
+    else {
+        panic!("an index named primary is refused");
+    };
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     let t = db
         .create_table(Schema::parse("table u (id u64, a u64) primary key (id)").expect("schema"))
         .expect("table");
-    let e = t
-        .create_index(IndexDef {
-            name: "primary".into(),
-            fields: vec!["a".into()],
-            unique: false,
-        })
-        .err()
-        .expect("create_index refuses primary");
+    let Err(e) = t.create_index(IndexDef {
+        name: "primary".into(),
+        fields: vec!["a".into()],
+        unique: false,
+    }) else {
+        panic!("create_index refuses primary");
+    };
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     t.replace(vec![Value::U64(1), Value::U64(2)]).expect("row");
     // The table's keyspace can be read, not written, through the key-value API.
