@@ -22,8 +22,47 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub hex: bool,
 
+    /// Open the database read-only: no lock file is created, nothing is written, and
+    /// commands that write fail (for databases on read-only media)
+    #[arg(long, global = true)]
+    pub read_only: bool,
+
+    /// How opening treats damaged log records (see docs/design/recovery.md)
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        default_value = "tolerate-corrupted-tail"
+    )]
+    pub recovery_mode: RecoveryModeArg,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--recovery-mode` values (`strata::RecoveryMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecoveryModeArg {
+    /// Drop a torn last record of the newest log; any other damage is an error
+    TolerateCorruptedTail,
+    /// Any damage, a torn tail included, is an error
+    AbsoluteConsistency,
+    /// Replay up to the first damaged record and no further
+    PointInTime,
+    /// Skip damaged records and replay every valid one after them (salvage)
+    SkipAnyCorruptedRecords,
+}
+
+impl From<RecoveryModeArg> for strata::RecoveryMode {
+    fn from(m: RecoveryModeArg) -> Self {
+        match m {
+            RecoveryModeArg::TolerateCorruptedTail => strata::RecoveryMode::TolerateCorruptedTail,
+            RecoveryModeArg::AbsoluteConsistency => strata::RecoveryMode::AbsoluteConsistency,
+            RecoveryModeArg::PointInTime => strata::RecoveryMode::PointInTime,
+            RecoveryModeArg::SkipAnyCorruptedRecords => strata::RecoveryMode::SkipAnyCorruptedRecords,
+        }
+    }
 }
 
 /// The keyspace a command works on.
@@ -106,6 +145,15 @@ pub enum Command {
     DropKeyspace {
         /// Name of the keyspace
         name: String,
+    },
+    /// Salvage what reads back from the database into a new one at --to (the source is
+    /// opened read-only and not changed; pass --recovery-mode
+    /// skip-any-corrupted-records to keep every readable log record). Lists each loss;
+    /// exit status 1 if anything was lost
+    Repair {
+        /// Directory of the new database (must not hold one)
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
     },
     /// Summarize an SSTable file: footer, properties, bloom filter, fence pointers
     /// (does not need --db)

@@ -51,6 +51,11 @@ pub(crate) type Result<T, E = CliError> = std::result::Result<T, E>;
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     let enc = Encoding::new(cli.hex);
+    // Set once, before any command opens the database.
+    let _ = OPEN_FLAGS.set(OpenFlags {
+        read_only: cli.read_only,
+        recovery_mode: cli.recovery_mode.into(),
+    });
     let mut out = BufWriter::new(io::stdout().lock());
     let db_dir = cli.db.as_deref();
     match cli.command {
@@ -140,6 +145,23 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(out, "{text}")?;
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
+        Command::Repair { to } => {
+            let Some(src) = db_dir else {
+                return Err(CliError::Usage(
+                    "no database given: pass --db DIR or set STRATA_DB".into(),
+                ));
+            };
+            let mode = OPEN_FLAGS.get().map(|f| f.recovery_mode).unwrap_or_default();
+            let report = strata::repair::salvage(src, &to, mode)?;
+            writeln!(out, "{report}")?;
+            if !report.lost.is_empty() {
+                out.flush()?;
+                return Err(CliError::Runtime(format!(
+                    "salvage lost data in {} place(s); see LOST lines",
+                    report.lost.len()
+                )));
+            }
+        }
     }
     out.flush()?;
     Ok(())
@@ -149,6 +171,15 @@ fn decode(enc: Encoding, what: &str, arg: &str) -> Result<Vec<u8>> {
     enc.decode(what, arg).map_err(CliError::Usage)
 }
 
+/// The global flags that shape every open.
+#[derive(Debug, Clone, Copy)]
+struct OpenFlags {
+    read_only: bool,
+    recovery_mode: strata::RecoveryMode,
+}
+
+static OPEN_FLAGS: std::sync::OnceLock<OpenFlags> = std::sync::OnceLock::new();
+
 /// Opens the database in `dir`; only commands that write may create one.
 pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
     let Some(dir) = dir else {
@@ -156,8 +187,14 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             "no database given: pass --db DIR or set STRATA_DB".into(),
         ));
     };
+    let flags = OPEN_FLAGS.get().copied().unwrap_or(OpenFlags {
+        read_only: false,
+        recovery_mode: strata::RecoveryMode::default(),
+    });
     let opts = Options {
-        create_if_missing: create,
+        create_if_missing: create && !flags.read_only,
+        read_only: flags.read_only,
+        recovery_mode: flags.recovery_mode,
         ..Options::default()
     };
     Ok(Db::open(dir, opts)?)

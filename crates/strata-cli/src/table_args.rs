@@ -121,7 +121,9 @@ pub enum TableCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Verify that every table's indexes agree with its rows (exit status 1 if not)
+    /// Verify every file (SSTable blocks and checksums, the manifest against the
+    /// directory, the logs) and that every table's indexes agree with its rows; print
+    /// each problem with its file and offset (exit status 1 if any)
     Check {
         /// Flush and compact everything first, and then also require every secondary
         /// index of a deferred table to hold exactly one entry per row

@@ -384,3 +384,102 @@ fn usage_errors_exit_2() {
     assert!(r.stderr.contains("--limit"), "{}", r.stderr);
     assert!(!db.exists());
 }
+
+/// Issue 20: `check` reads every SSTable, key-value ones included, and names the
+/// damaged file (exit 1) instead of saying ok.
+#[test]
+fn check_finds_damage_in_a_key_value_sstable() {
+    let (_dir, db) = new_db();
+    for i in 0..200 {
+        ok(&db, &["put", &format!("key{i:04}"), &"v".repeat(50)]);
+        if i % 100 == 99 {
+            ok(&db, &["flush"]);
+        }
+    }
+    let out = ok(&db, &["check"]);
+    assert!(out.ends_with("ok\n"), "{out}");
+    let sst = sst_files(&db).into_iter().next().expect("an SSTable");
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[40] ^= 0x10;
+    std::fs::write(&sst, bytes).unwrap();
+    let r = run(&db, &["check"]);
+    let name = sst.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(r.code, Some(1), "stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("PROBLEM: corruption in"), "{}", r.stdout);
+    assert!(r.stdout.contains(&name), "{}", r.stdout);
+}
+
+/// `--read-only` reads without creating LOCK or writing anything; writes fail.
+#[test]
+fn read_only_reads_and_refuses_writes() {
+    let (_dir, db) = new_db();
+    put_all(&db, &[("a", "1"), ("b", "2")]);
+    std::fs::remove_file(db.join("LOCK")).unwrap();
+    let listing = |d: &Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing(&db);
+    assert_eq!(ok(&db, &["--read-only", "get", "b"]), "2\n");
+    assert_eq!(ok(&db, &["--read-only", "scan"]), "a\t1\nb\t2\n");
+    assert!(ok(&db, &["--read-only", "check"]).ends_with("ok\n"));
+    assert_fails(&run(&db, &["--read-only", "put", "c", "3"]), 1, "read-only");
+    assert_eq!(listing(&db), before, "a read-only command changed the directory");
+}
+
+/// A table's internal keyspace cannot be written through `put`; `check` stays clean.
+#[test]
+fn put_into_a_tables_keyspace_is_refused() {
+    let (_dir, db) = new_db();
+    ok(
+        &db,
+        &[
+            "create-table",
+            "table u (id u64, a u64) primary key (id) index by_a (a)",
+        ],
+    );
+    assert_fails(
+        &run(&db, &["put", "--keyspace", "table:u", "k", "v"]),
+        1,
+        "belongs to a table",
+    );
+    assert_fails(
+        &run(
+            &db,
+            &[
+                "create-table",
+                "table w (id u64, a u64) primary key (id) index primary (a)",
+            ],
+        ),
+        1,
+        "reserved",
+    );
+    assert!(ok(&db, &["check"]).ends_with("ok\n"));
+}
+
+/// `repair --to` copies a readable database whole (exit 0), and refuses an existing
+/// destination; the source is not changed.
+#[test]
+fn repair_copies_into_a_new_database() {
+    let (dir, db) = new_db();
+    put_all(&db, &[("a", "1"), ("b", "2"), ("c", "3")]);
+    ok(&db, &["flush"]);
+    ok(&db, &["put", "d", "4"]);
+    let to = dir.path().join("copy");
+    let out = ok(&db, &["repair", "--to", to.to_str().unwrap()]);
+    assert!(out.contains("salvaged 4 keys"), "{out}");
+    assert_eq!(ok(&to, &["scan"]), "a\t1\nb\t2\nc\t3\nd\t4\n");
+    assert!(ok(&to, &["check"]).ends_with("ok\n"));
+    assert_fails(&run(&db, &["repair", "--to", to.to_str().unwrap()]), 1, "exists");
+    assert_eq!(ok(&db, &["get", "d"]), "4\n");
+}

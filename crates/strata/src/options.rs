@@ -68,6 +68,33 @@ impl Clock for ManualClock {
     }
 }
 
+/// How opening a database treats damaged records in its logs (the WAL and the
+/// manifest), after RocksDB's `WALRecoveryMode`. See `docs/design/recovery.md`.
+///
+/// Whatever the mode, a recovered state that refers to files that are missing (an
+/// SSTable, the oldest WAL it needs) or of the wrong size is an error, and no file is
+/// deleted before the state has been checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// The default. A torn last record of the newest WAL (or of the manifest) is
+    /// dropped: a crash can cut only the last append, which was never acknowledged as
+    /// synced. Any other damage (a bad record followed by valid ones, a torn record in
+    /// an older WAL, an undecodable record) is `Corruption` naming the file and offset,
+    /// and the open changes nothing on disk.
+    #[default]
+    TolerateCorruptedTail,
+    /// Any damage, a torn tail included, is an error: for databases closed cleanly.
+    AbsoluteConsistency,
+    /// Recover to the last consistent point: replay stops at the first damaged record;
+    /// later records and later WALs are not replayed (they are kept, renamed
+    /// `<name>.torn`). The manifest is read up to its first damaged record.
+    PointInTime,
+    /// Salvage: skip each damaged WAL record and replay every valid record after it (a
+    /// skipped record's writes are lost, so atomicity across it is not kept). The
+    /// manifest is treated as in `PointInTime`: skipping edits could resurrect files.
+    SkipAnyCorruptedRecords,
+}
+
 /// Options for [`crate::Db::open`].
 ///
 /// ```
@@ -127,6 +154,13 @@ pub struct Options {
     /// Read SSTables with direct I/O, bypassing the page cache (when the file system
     /// supports it), so that only the block cache holds data in memory.
     pub direct_reads: bool,
+    /// How recovery treats damaged records in the WAL and the manifest.
+    pub recovery_mode: RecoveryMode,
+    /// Open without writing anything: no lock file is created (an existing `LOCK` is
+    /// locked shared when it can be opened), no recovery flush, no new WAL or manifest,
+    /// no file deleted. The WAL is replayed into memory; every write returns
+    /// `InvalidArgument`. For inspecting a database on read-only media.
+    pub read_only: bool,
     /// File system (tests substitute a faulty one).
     pub fs: Arc<dyn FileSystem>,
     /// Clock (tests substitute a manual one).
@@ -157,6 +191,8 @@ impl Default for Options {
             direct_reads: false,
             delete_persistence_threshold: None,
             tombstone_density_trigger: None,
+            recovery_mode: RecoveryMode::default(),
+            read_only: false,
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),
         }

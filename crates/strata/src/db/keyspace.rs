@@ -64,7 +64,7 @@ impl Keyspace {
     fn write1(&self, f: impl FnOnce(&mut WriteBatch)) -> Result<()> {
         let mut b = WriteBatch::new();
         f(&mut b);
-        self.inner.write(b).map(|_| ())
+        self.inner.write_user(b).map(|_| ())
     }
 
     /// Sets `key` to `value`.

@@ -17,6 +17,7 @@ mod open;
 mod read;
 mod snapshot;
 mod stats;
+mod verify;
 mod write;
 
 use std::collections::{BTreeMap, HashSet};
@@ -44,6 +45,8 @@ pub use keyspace::Keyspace;
 pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;
 pub use stats::{KeyspaceStats, LevelStats, Stats};
+pub use verify::FilesCheck;
+pub(crate) use verify::verify_files;
 
 /// Keyspace names starting with this belong to tables.
 pub const RESERVED_PREFIX: &str = "table:";
@@ -77,6 +80,10 @@ pub(crate) struct WalState {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
+    /// The next file number when the database was opened: files numbered from here on
+    /// were made by this process (a job's outputs exist before the manifest lists
+    /// them), older unlisted ones are orphans `check` reports.
+    pub first_own_file: u64,
     pub opts: Options,
     pub table_cache: Arc<TableCache>,
     /// Removed SSTables whose last holder let go, for the workers to unlink.
@@ -145,7 +152,13 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = Arc::new(open::open_inner(path.as_ref(), opts)?);
         let mut threads = Vec::new();
-        for i in 0..inner.opts.background_threads {
+        // A read-only database runs no flushes, compactions or purges: they write.
+        let workers = if inner.opts.read_only {
+            0
+        } else {
+            inner.opts.background_threads
+        };
+        for i in 0..workers {
             let inner2 = inner.clone();
             let h = std::thread::Builder::new()
                 .name(format!("strata-bg-{i}"))
@@ -153,12 +166,14 @@ impl Db {
                 .map_err(|e| Error::io(&inner.dir, e))?;
             threads.push(h);
         }
-        let inner2 = inner.clone();
-        let h = std::thread::Builder::new()
-            .name("strata-purge".into())
-            .spawn(move || crate::table::purge::run(&inner2))
-            .map_err(|e| Error::io(&inner.dir, e))?;
-        threads.push(h);
+        if !inner.opts.read_only {
+            let inner2 = inner.clone();
+            let h = std::thread::Builder::new()
+                .name("strata-purge".into())
+                .spawn(move || crate::table::purge::run(&inner2))
+                .map_err(|e| Error::io(&inner.dir, e))?;
+            threads.push(h);
+        }
         let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
         inner.bg_cv.notify_all();
         Ok(Db {
@@ -244,13 +259,16 @@ impl Db {
 
     /// Applies a batch atomically; returns when it is acknowledged (durable under the
     /// sync policy).
+    ///
+    /// A table's internal keyspaces (`table:...`) are refused: write rows through the
+    /// table API.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.inner.write(batch).map(|_| ())
+        self.inner.write_user(batch).map(|_| ())
     }
 
     /// Applies a batch and returns the seqno of its last operation.
     pub fn write_with_seq(&self, batch: WriteBatch) -> Result<SeqNo> {
-        self.inner.write(batch)
+        self.inner.write_user(batch)
     }
 
     /// A consistent read view at the current moment; held versions are not compacted
@@ -267,6 +285,7 @@ impl Db {
     /// Compacts every keyspace fully (all levels into the last), after a flush. Purges
     /// already handed to the purge thread land first, so the compaction includes them.
     pub fn compact_range(&self) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner
             .purge
             .wait_drained(&self.inner.closed, 2 * crate::table::purge::RETRY_FOR);
@@ -330,9 +349,31 @@ impl Db {
         let r = {
             let mut wal = self.inner.wal.lock();
             match wal.take() {
-                Some(mut w) => w.writer.flush().and_then(|_| w.writer.sync()),
-                None => Ok(()),
+                Some(mut w) => w.writer.flush().and_then(|_| w.writer.sync()).map(|()| Some(w)),
+                None => Ok(None),
             }
+        };
+        // Record the synced point of the last log, so that recovery can tell damage that
+        // cuts it from a torn tail. Only after a clean sync, and never after a failure.
+        let r = match r {
+            Ok(Some(w)) if self.inner.bg.lock().error.is_none() => {
+                let sv = self.inner.current();
+                let synced = open::SyncedWal {
+                    number: sv.mem.wal_number(),
+                    len: w.writer.len(),
+                    last_seq: self.inner.last_seq.load(Ordering::Acquire),
+                };
+                self.inner
+                    .versions
+                    .lock()
+                    .log_and_apply(crate::version::VersionEdit {
+                        meta: vec![(open::SYNCED_WAL_META.to_string(), Some(synced.encode()))],
+                        ..Default::default()
+                    })
+                    .map(drop)
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
         };
         // Old handles now only answer Closed: let the directory be opened again.
         self.inner.lock.lock().take();
@@ -349,6 +390,14 @@ impl Drop for Db {
 impl DbInner {
     pub fn current(&self) -> Arc<SuperVersion> {
         self.sv.read().clone()
+    }
+
+    /// Refuses changes to a database opened with `Options::read_only`.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.opts.read_only {
+            return Err(Error::InvalidArgument("the database was opened read-only".into()));
+        }
+        Ok(())
     }
 
     pub fn check_open(&self) -> Result<()> {

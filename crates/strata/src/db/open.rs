@@ -1,8 +1,21 @@
 //! Opening a database: lock the directory, recover the version set from the manifest,
-//! replay the WAL into level 0, sweep files nothing references, and start a new WAL.
+//! check it against the files on disk, replay the WAL into level 0, sweep files nothing
+//! references, and start a new WAL.
+//!
+//! Invariants (see `docs/design/recovery.md`):
+//! - Nothing is written or deleted until the recovered state is proven whole: every
+//!   SSTable it lists exists with the recorded size, the oldest WAL it needs
+//!   (`log_number`, always created and synced before a manifest names it) exists, and
+//!   every WAL record reads back under the [`RecoveryMode`] and writes only keyspaces the
+//!   state has allocated. Any failure is an error naming the file and offset, and the
+//!   directory is left exactly as it was.
+//! - A torn last record of the newest WAL is dropped by default (a crash cut an append
+//!   that was never acknowledged as synced); the log is kept as `<name>.torn`.
+//! - A read-only open writes nothing: no lock file is created, recovered WAL data stays
+//!   in memory, and no file is swept.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
@@ -10,12 +23,14 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::flush_memtable;
 use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
+use crate::RecoveryMode;
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::TableOptions;
+use crate::version::manifest::ManifestRead;
 use crate::version::set::VersionSet;
 use crate::version::{FileContext, ObsoleteFiles, VersionEdit};
 use crate::wal;
@@ -35,6 +50,13 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         return Err(Error::NotADatabase {
             path: dir,
             reason: "it is a file, not a directory".into(),
+        });
+    }
+    if opts.read_only && !fs.exists(&dir.join("CURRENT")) {
+        // Creating a database is a write.
+        return Err(Error::NotADatabase {
+            path: dir,
+            reason: "no database here (a read-only open creates none)".into(),
         });
     }
     if !fs.exists(&dir) {
@@ -68,18 +90,23 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         return Err(Error::AlreadyExists(format!("database at {}", dir.display())));
     }
     let lock_path = dir.join(LOCK_FILE);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io(&lock_path, e))?;
-    if lock.try_lock().is_err() {
-        return Err(Error::InvalidArgument(format!(
-            "database {} is already open (LOCK is held by another process or handle)",
-            dir.display()
-        )));
-    }
+    let lock = if opts.read_only {
+        lock_shared(&lock_path)?
+    } else {
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        if lock.try_lock().is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "database {} is already open (LOCK is held by another process or handle)",
+                dir.display()
+            )));
+        }
+        Some(lock)
+    };
 
     let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let table_cache = Arc::new(TableCache::new(
@@ -88,15 +115,19 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         opts.max_open_files,
         block_cache.clone(),
     ));
-    let retired = Arc::new(ObsoleteFiles::new(fs.clone()));
+    let retired = Arc::new(if opts.read_only {
+        ObsoleteFiles::keeping(fs.clone())
+    } else {
+        ObsoleteFiles::new(fs.clone())
+    });
     let ctx = || FileContext {
         dir: dir.clone(),
         fs: fs.clone(),
         retired: retired.clone(),
         table_cache: table_cache.clone(),
     };
-    let mut vs = match VersionSet::recover(ctx())? {
-        Some(vs) => vs,
+    let (mut vs, manifest) = match VersionSet::recover(ctx(), opts.recovery_mode, opts.read_only)? {
+        Some((vs, read)) => (vs, Some(read)),
         None => {
             let mut vs = VersionSet::new_empty(ctx());
             vs.log_and_apply(VersionEdit {
@@ -104,7 +135,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
                 next_keyspace_id: Some(1),
                 ..Default::default()
             })?;
-            vs
+            (vs, None)
         }
     };
 
@@ -124,11 +155,56 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         clock: opts.clock.clone(),
     };
 
-    sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
+    if let Some(m) = &manifest {
+        verify_state(&vs, m, fs.as_ref(), &dir)?;
+    }
     let table_states = Mutex::new(std::collections::HashMap::new());
     let catalog = crate::table::runtime::Catalog::build(&vs.current(), &table_states)?;
     let registry = catalog.registry.clone();
-    let (last_seq, torn) = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry)?;
+    // A dry run over every WAL record first: damage found while replaying would come
+    // after recovery flushes had already changed the directory.
+    let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
+    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| {
+        Ok(())
+    })?;
+
+    if opts.read_only {
+        // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
+        let mem = Arc::new(MemTable::new(vs.log_number, opts.clock.now_micros()));
+        let flushed_seq = vs.last_seq;
+        let mut last_seq = flushed_seq;
+        scan_logs(
+            &LogScope::of(&vs),
+            &opts,
+            &dir,
+            manifest_at.as_ref(),
+            &mut |version, base, batch| {
+                let end = base + batch.seq_count().saturating_sub(1);
+                super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
+                mem.note_seq(end);
+                last_seq = last_seq.max(end);
+                Ok(())
+            },
+        )?;
+        vs.last_seq = vs.last_seq.max(last_seq);
+        return finish(
+            vs,
+            mem,
+            None,
+            lock,
+            dir,
+            table_cache,
+            retired,
+            block_cache,
+            table_states,
+            catalog,
+            job_ctx,
+            opts,
+        );
+    }
+
+    sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
+    let (last_seq, torn) = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry, manifest_at.as_ref())?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
     let wal_number = vs.new_file_number();
@@ -138,45 +214,73 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     vs.log_number = wal_number;
     vs.last_seq = vs.last_seq.max(last_seq);
     vs.write_new_manifest()?;
-    let manifest = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
+    let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
     for n in fs.list(&dir)? {
-        let old_wal = n
-            .strip_suffix(".wal")
-            .and_then(|s| s.parse::<u64>().ok())
-            .is_some_and(|num| num < wal_number);
-        let old_manifest = n.starts_with("MANIFEST-") && Some(&n) != manifest.as_ref();
-        let is_torn = old_wal
-            && n.strip_suffix(".wal")
-                .and_then(|s| s.parse::<u64>().ok())
-                .is_some_and(|num| torn.contains(&num));
+        let old_wal = wal::parse_log_file_name(&n).is_some_and(|num| num < wal_number);
+        let old_manifest = n.starts_with("MANIFEST-") && Some(&n) != manifest_name.as_ref();
+        let is_torn = wal::parse_log_file_name(&n).is_some_and(|num| num < wal_number && torn.contains(&num));
         if is_torn {
-            // Its tail did not checksum: most likely a torn write, but keep the bytes
-            // for an operator rather than destroy what might be a damaged record.
+            // Its tail did not checksum (or, in a salvaging recovery mode, it was not
+            // replayed whole): keep the bytes for an operator rather than destroy what
+            // might be a damaged record.
             fs.rename(&dir.join(&n), &dir.join(format!("{n}.torn")))?;
         } else if old_wal || old_manifest {
             fs.remove(&dir.join(&n))?;
         }
     }
+    let mem = Arc::new(MemTable::new(wal_number, opts.clock.now_micros()));
+    finish(
+        vs,
+        mem,
+        Some(writer),
+        lock,
+        dir,
+        table_cache,
+        retired,
+        block_cache,
+        table_states,
+        catalog,
+        job_ctx,
+        opts,
+    )
+}
 
+/// Builds the open database from its recovered parts.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    vs: VersionSet,
+    mem: Arc<MemTable>,
+    writer: Option<wal::Writer>,
+    lock: Option<std::fs::File>,
+    dir: PathBuf,
+    table_cache: Arc<TableCache>,
+    retired: Arc<ObsoleteFiles>,
+    block_cache: Option<Arc<BlockCache>>,
+    table_states: Mutex<std::collections::HashMap<String, Arc<crate::table::runtime::TableState>>>,
+    catalog: crate::table::runtime::Catalog,
+    job_ctx: JobContext,
+    opts: crate::Options,
+) -> Result<DbInner> {
     let version = vs.current();
     let counters = super::stats::Counters::default();
     if let Some(saved) = version.meta.get(super::stats::STATS_META) {
         counters.restore(saved);
     }
-    let now = opts.clock.now_micros();
     let last = vs.last_seq;
+    let first_own_file = vs.next_file_number.load(std::sync::atomic::Ordering::SeqCst);
     Ok(DbInner {
         dir,
+        first_own_file,
         table_cache,
         retired,
         block_cache,
         versions: Mutex::new(vs),
         sv: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new(wal_number, now)),
+            mem,
             imm: Vec::new(),
             version,
         })),
-        wal: Mutex::new(Some(WalState { writer })),
+        wal: Mutex::new(writer.map(|writer| WalState { writer })),
         queue: Mutex::new(Default::default()),
         queue_cv: Condvar::new(),
         last_seq: AtomicU64::new(last),
@@ -202,27 +306,95 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         purged: Default::default(),
         closed: AtomicBool::new(false),
         purge: crate::table::purge::PurgeQueue::new(),
-        lock: Mutex::new(Some(lock)),
+        lock: Mutex::new(lock),
         opts,
     })
 }
 
-/// Removes SSTables no version lists (outputs of a job that crashed before its edit)
-/// and temporary files, after checking that every file the manifest lists is there:
-/// a manifest that lost its last edit must not lead to deleting that edit's outputs.
-fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
-    let live: HashSet<u64> = vs.current().live_files().into_iter().collect();
+/// Takes a shared lock on `LOCK` if it exists and can be opened for reading, so that a
+/// writer cannot open the database meanwhile; a missing or unreadable `LOCK` (read-only
+/// media) means no lock, since creating one would be a write.
+fn lock_shared(lock_path: &Path) -> Result<Option<std::fs::File>> {
+    let Ok(lock) = std::fs::File::open(lock_path) else {
+        return Ok(None);
+    };
+    if lock.try_lock_shared().is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "database {} is open for writing (LOCK is held by another process or handle)",
+            lock_path.parent().unwrap_or(lock_path).display()
+        )));
+    }
+    Ok(Some(lock))
+}
+
+/// Checks the recovered state against the directory before anything is changed: every
+/// SSTable it lists exists with its recorded size, and the oldest WAL it needs exists.
+///
+/// A manifest cut at a record boundary (or whose torn tail was really damage) reads as
+/// an older state; that state names logs and tables that later edits deleted, so it
+/// fails here instead of leading the sweep to delete every newer file.
+fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
     let present: HashSet<String> = fs.list(dir)?.into_iter().collect();
-    for n in &live {
-        let name = crate::sstable::table_file_name(*n);
+    let stale = |what: String| {
+        let torn = match m.stopped_at {
+            Some(at) => format!(" (its records end at offset {at}: truncated or damaged?)"),
+            None => String::new(),
+        };
+        Error::corruption(
+            &m.path,
+            m.valid_len,
+            format!("the manifest's state {what}{torn}; nothing was changed"),
+        )
+    };
+    if vs.log_number != 0 {
+        let name = wal::log_file_name(vs.log_number);
         if !present.contains(&name) {
-            return Err(Error::corruption(
-                dir.join(&name),
-                0,
-                "the manifest lists this SSTable but it is missing; nothing was changed",
-            ));
+            return Err(stale(format!(
+                "needs WAL {name} (the oldest log not yet flushed), which is missing"
+            )));
         }
     }
+    if let Some(synced) = LogScope::of(vs).synced {
+        let name = wal::log_file_name(synced.number);
+        if !present.contains(&name) {
+            return Err(stale(format!(
+                "names WAL {name} as synced at the last clean close, but it is missing"
+            )));
+        }
+    }
+    let version = vs.current();
+    for (_, tree) in version.keyspaces.iter() {
+        for f in tree.files() {
+            let name = crate::sstable::table_file_name(f.meta.number);
+            if !present.contains(&name) {
+                // Named as the damaged file: most often it was deleted or lost; the
+                // reason names the manifest in case that is older than the directory.
+                return Err(Error::corruption(
+                    dir.join(&name),
+                    0,
+                    format!(
+                        "{} (valid to offset {}) lists this SSTable but it is missing; nothing was changed",
+                        m.path.display(),
+                        m.valid_len
+                    ),
+                ));
+            }
+            let size = fs.open(&dir.join(&name))?.size();
+            if size != f.meta.size {
+                return Err(stale(format!(
+                    "lists SSTable {name} of {} bytes, but the file holds {size}",
+                    f.meta.size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes SSTables no version lists (outputs of a job that crashed before its edit)
+/// and temporary files. Runs only after [`verify_state`] and a dry run of the WAL.
+fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
+    let live: HashSet<u64> = vs.current().live_files().into_iter().collect();
     for n in fs.list(dir)? {
         let orphan_sst = n
             .strip_suffix(".sst")
@@ -235,62 +407,288 @@ fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Pat
     Ok(())
 }
 
-/// Replays WAL files not yet flushed into level-0 runs; returns the last seqno seen.
+/// What [`scan_logs`] needs of the recovered state, copied so that a visitor may
+/// change the version set (recovery flushes) while the scan runs.
+struct LogScope {
+    log_number: u64,
+    flushed_seq: u64,
+    next_keyspace_id: u32,
+    version: Arc<crate::version::Version>,
+    /// The WAL and its length synced at the last clean close, if still needed.
+    synced: Option<SyncedWal>,
+}
+
+impl LogScope {
+    fn of(vs: &VersionSet) -> LogScope {
+        let version = vs.current();
+        let synced = version
+            .meta
+            .get(SYNCED_WAL_META)
+            .and_then(|b| SyncedWal::decode(b))
+            .filter(|s| s.number >= vs.log_number);
+        LogScope {
+            log_number: vs.log_number,
+            flushed_seq: vs.last_seq,
+            next_keyspace_id: vs.next_keyspace_id,
+            version,
+            synced,
+        }
+    }
+}
+
+/// Catalog entry a clean close writes: the WAL it synced last, its length and last
+/// seqno. Recovery then knows the log's synced point: that log must read back whole to
+/// that length, so damage that cuts it at a record boundary (indistinguishable from a
+/// torn tail otherwise) is an error. Ignored once the log is older than `log_number`.
+pub(crate) const SYNCED_WAL_META: &str = "recovery/synced-wal";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyncedWal {
+    pub number: u64,
+    pub len: u64,
+    pub last_seq: u64,
+}
+
+impl SyncedWal {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in [self.number, self.len, self.last_seq] {
+            crate::codec::put_varint(&mut out, v);
+        }
+        out
+    }
+
+    /// `None` for bytes that do not decode (the entry is advisory: without it recovery
+    /// falls back to the torn-tail rule).
+    fn decode(b: &[u8]) -> Option<SyncedWal> {
+        let mut d = crate::codec::Decoder::new(b);
+        let w = SyncedWal {
+            number: d.varint().ok()?,
+            len: d.varint().ok()?,
+            last_seq: d.varint().ok()?,
+        };
+        d.is_empty().then_some(w)
+    }
+}
+
+/// Visits every WAL record recovery replays, as `(version, base seqno, batch)`, in
+/// order, applying `opts.recovery_mode` to damage. Returns the logs that were not read
+/// whole (a dropped torn tail, or damage a salvaging mode skipped).
+///
+/// Records wholly below the flushed seqno are not visited. A record writing a keyspace
+/// id the manifest never allocated means the manifest is older than the log: an error
+/// naming the manifest (`manifest` = its path and valid length), whatever the mode.
+fn scan_logs(
+    vs: &LogScope,
+    opts: &crate::Options,
+    dir: &Path,
+    manifest: Option<&(PathBuf, u64)>,
+    visit: &mut dyn FnMut(&crate::version::Version, u64, &WriteBatch) -> Result<()>,
+) -> Result<Vec<u64>> {
+    let fs = opts.fs.clone();
+    let mode = opts.recovery_mode;
+    let mut logs: Vec<u64> = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| wal::parse_log_file_name(n))
+        .filter(|n| *n >= vs.log_number)
+        .collect();
+    logs.sort_unstable();
+    let flushed_seq = vs.flushed_seq;
+    let version = vs.version.clone();
+    let newest = logs.last().copied();
+    let mut not_whole = Vec::new();
+    let mut stopped = false;
+    // Seqnos run on without gaps from record to record and from log to log (the write
+    // path is their only allocator): a gap means records were lost, e.g. an older log
+    // cut at a record boundary. Not checked when salvaging skips records.
+    let check_gaps = mode != RecoveryMode::SkipAnyCorruptedRecords;
+    let mut expect: Option<(u64, PathBuf, u64)> = None; // (next seqno, log, its valid end)
+    let enforce_synced = matches!(
+        mode,
+        RecoveryMode::TolerateCorruptedTail | RecoveryMode::AbsoluteConsistency
+    );
+    for number in logs {
+        if stopped {
+            // PointInTime: nothing after the first damage is replayed.
+            not_whole.push(number);
+            continue;
+        }
+        let path = dir.join(wal::log_file_name(number));
+        let mut reader = wal::Reader::open(fs.as_ref(), &path)?;
+        loop {
+            let (offset, payload) = match reader.next_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(Error::Corruption { offset, .. }) if mode == RecoveryMode::PointInTime => {
+                    let _ = offset;
+                    stopped = true;
+                    break;
+                }
+                Err(Error::Corruption { offset, .. }) if mode == RecoveryMode::SkipAnyCorruptedRecords => {
+                    not_whole.push(number);
+                    if reader.resume_after_damage(offset + 1)?.is_none() {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let (base, batch) = match WriteBatch::decode_record(&payload) {
+                Ok(b) => b,
+                Err(reason) => match mode {
+                    RecoveryMode::PointInTime => {
+                        stopped = true;
+                        break;
+                    }
+                    RecoveryMode::SkipAnyCorruptedRecords => {
+                        not_whole.push(number);
+                        continue;
+                    }
+                    _ => {
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            format!("bad batch in WAL record: {reason}"),
+                        ));
+                    }
+                },
+            };
+            let end = base + batch.seq_count().saturating_sub(1);
+            let gap = match &expect {
+                Some((next, _, _)) => base != *next,
+                // The first record must not start past the flushed point.
+                None => base > flushed_seq + 1,
+            };
+            if check_gaps && gap {
+                if mode == RecoveryMode::PointInTime {
+                    stopped = true;
+                    break;
+                }
+                let reason = match &expect {
+                    Some((next, prev, prev_end)) if *prev != path => format!(
+                        "WAL {} ends at offset {prev_end} after seqno {}, but the next log starts at seqno {base} \
+                         (offset {offset} of {}): records are missing; nothing was changed",
+                        prev.display(),
+                        next - 1,
+                        path.display()
+                    ),
+                    Some((next, _, _)) => format!(
+                        "record holds seqno {base} where {next} was expected: records are missing; nothing was changed"
+                    ),
+                    None => format!(
+                        "first record holds seqno {base}, but the manifest's state ends at seqno {flushed_seq}: \
+                         records are missing; nothing was changed"
+                    ),
+                };
+                let file = match &expect {
+                    Some((_, prev, _)) => prev.clone(),
+                    None => path.clone(),
+                };
+                let at = match &expect {
+                    Some((_, prev, prev_end)) if *prev != path => *prev_end,
+                    _ => offset,
+                };
+                return Err(Error::corruption(file, at, reason));
+            }
+            expect = Some((end + 1, path.clone(), reader.valid_len()));
+            if end <= flushed_seq {
+                continue; // already in SSTables
+            }
+            for op in batch.ops() {
+                let ks = op
+                    .map_err(|r| Error::corruption(&path, offset, format!("bad batch in WAL record: {r}")))?
+                    .keyspace();
+                if ks >= vs.next_keyspace_id {
+                    let (mpath, mlen) = manifest.cloned().unwrap_or_else(|| (dir.join("CURRENT"), 0));
+                    return Err(Error::corruption(
+                        mpath,
+                        mlen,
+                        format!(
+                            "the manifest's state is older than WAL {} (its record at offset {offset} writes keyspace {ks}, \
+                             which the manifest never allocated): truncated or damaged; nothing was changed",
+                            wal::log_file_name(number)
+                        ),
+                    ));
+                }
+            }
+            visit(&version, base, &batch)?;
+        }
+        if stopped {
+            not_whole.push(number);
+            continue;
+        }
+        if enforce_synced
+            && let Some(synced) = vs.synced
+            && synced.number == number
+            && (reader.valid_len() < synced.len || reader.torn_tail_at().is_some())
+        {
+            return Err(Error::corruption(
+                &path,
+                reader.valid_len(),
+                format!(
+                    "WAL was synced to {} bytes at the last clean close, but its records end at offset {}; \
+                     nothing was changed",
+                    synced.len,
+                    reader.valid_len()
+                ),
+            ));
+        }
+        if let Some(at) = reader.torn_tail_at() {
+            let is_newest = Some(number) == newest;
+            match mode {
+                RecoveryMode::AbsoluteConsistency => {
+                    return Err(Error::corruption(
+                        &path,
+                        at,
+                        "WAL ends in a torn record (recovery mode AbsoluteConsistency); nothing was changed",
+                    ));
+                }
+                // Older logs are synced before a new one starts: only the newest may be
+                // cut short by a crash.
+                RecoveryMode::TolerateCorruptedTail if !is_newest => {
+                    return Err(Error::corruption(
+                        &path,
+                        at,
+                        "WAL ends in a torn record but newer WAL files follow it; nothing was changed",
+                    ));
+                }
+                RecoveryMode::PointInTime if !is_newest => stopped = true,
+                _ => {}
+            }
+            not_whole.push(number);
+        }
+    }
+    not_whole.dedup();
+    Ok(not_whole)
+}
+
+/// Replays WAL files not yet flushed into level-0 runs; returns the last seqno seen and
+/// the logs not read whole (kept as `.torn`).
 fn replay_wal(
     vs: &mut VersionSet,
     ctx: &JobContext,
     opts: &crate::Options,
     dir: &Path,
     registry: &DeferredRegistry,
+    manifest: Option<&(PathBuf, u64)>,
 ) -> Result<(u64, Vec<u64>)> {
-    let fs = opts.fs.clone();
-    let mut torn = Vec::new();
-    let mut logs: Vec<u64> = fs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| n.strip_suffix(".wal").and_then(|s| s.parse::<u64>().ok()))
-        .filter(|n| *n >= vs.log_number)
-        .collect();
-    logs.sort_unstable();
-    let flushed_seq = vs.last_seq;
-    let mut last_seq = flushed_seq;
+    let scope = LogScope::of(vs);
+    let mut last_seq = scope.flushed_seq;
     let mut mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
-    let newest = logs.last().copied();
-    for number in logs {
-        let path = dir.join(wal::log_file_name(number));
-        let mut reader = wal::Reader::open(fs.as_ref(), &path)?;
-        while let Some((offset, payload)) = reader.next_record()? {
-            let (base, batch) = WriteBatch::decode_record(&payload)
-                .map_err(|reason| Error::corruption(&path, offset, format!("bad batch in WAL record: {reason}")))?;
-            let end = base + batch.seq_count().saturating_sub(1);
-            if end <= flushed_seq {
-                continue; // already in SSTables
-            }
-            let version = vs.current();
-            // Operations on keyspaces dropped since are skipped.
-            super::write::insert_batch(&mem, &batch, base, |ks| version.keyspace(ks).is_some());
-            mem.note_seq(end);
-            last_seq = last_seq.max(end);
-            maybe_flush(vs, ctx, &mut mem, opts, registry)?;
-        }
-        if let Some(at) = reader.torn_tail_at() {
-            torn.push(number);
-            // Older logs are synced before a new one starts: only the newest may be
-            // cut short by a crash.
-            if Some(number) != newest {
-                return Err(Error::corruption(
-                    &path,
-                    at,
-                    "WAL ends in a torn record but newer WAL files follow it",
-                ));
-            }
-        }
-    }
+    let not_whole = scan_logs(&scope, opts, dir, manifest, &mut |version, base, batch| {
+        let end = base + batch.seq_count().saturating_sub(1);
+        // Operations on keyspaces dropped since are skipped.
+        super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
+        mem.note_seq(end);
+        last_seq = last_seq.max(end);
+        maybe_flush(vs, ctx, &mut mem, opts, registry)
+    })?;
     if !mem.is_empty() {
         flush_recovered(vs, ctx, &mem, opts, registry)?;
     }
     vs.last_seq = vs.last_seq.max(last_seq);
-    Ok((last_seq, torn))
+    Ok((last_seq, not_whole))
 }
 
 fn maybe_flush(

@@ -48,12 +48,35 @@ impl DbInner {
     /// Commits `batch`; returns the seqno of its last operation.
     pub fn write(&self, batch: WriteBatch) -> Result<SeqNo> {
         self.check_open()?;
+        self.check_writable()?;
         batch.validate()?;
         if batch.is_empty() {
             return Ok(self.visible_seq.load(Ordering::Acquire));
         }
         self.check_batch_keyspaces(&batch)?;
         self.submit(Request::Batch(Arc::new(batch)))
+    }
+
+    /// Commits a batch from the public key-value API: like [`write`](Self::write), but
+    /// a table's internal keyspaces (named `table:...`) are refused, since rows and
+    /// index entries written behind the table's back break its invariants.
+    pub fn write_user(&self, batch: WriteBatch) -> Result<SeqNo> {
+        let v = self.current().version.clone();
+        let mut last = u32::MAX;
+        for op in batch.ops() {
+            let ks = op.map_err(Error::InvalidArgument)?.keyspace();
+            if ks != last
+                && let Some(tree) = v.keyspace(ks)
+                && tree.name.starts_with(super::RESERVED_PREFIX)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {:?} belongs to a table: write through the table API",
+                    tree.name
+                )));
+            }
+            last = ks;
+        }
+        self.write(batch)
     }
 
     fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
@@ -359,6 +382,7 @@ impl DbInner {
     /// Freezes the memtable (through the write queue, so it is ordered with writes) and
     /// waits until every frozen memtable is flushed.
     pub fn flush_and_wait(&self) -> Result<()> {
+        self.check_writable()?;
         self.check_open()?;
         self.submit(Request::Freeze)?;
         let mut bg = self.bg.lock();

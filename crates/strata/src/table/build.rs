@@ -23,6 +23,7 @@ use crate::version::VersionEdit;
 pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     let db = table.db.clone();
     let name = def.name.clone();
+    super::refuse_reserved_index_name(&name)?;
     let keyspace = {
         let _ddl = db.ddl.write();
         let rt = table.runtime()?;

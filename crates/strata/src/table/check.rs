@@ -1,4 +1,6 @@
-//! `strata check`: verifies that every table's indexes agree with its rows.
+//! `strata check`: verifies every file of the database (see `db::verify`: SSTable
+//! blocks and checksums, the manifest against the directory, the logs), then that
+//! every table's indexes agree with its rows:
 //!
 //! * every live row is in every secondary index;
 //! * every secondary entry either validates against the primary or is provably dirty
@@ -6,6 +8,10 @@
 //! * unique indexes hold at most one valid entry per key;
 //! * with `compact_first`, after a full compaction (no snapshots held), each secondary
 //!   index of a deferred table holds exactly one entry per live row and no tombstone.
+//!
+//! Damage found while scanning a table (an unreadable block, an undecodable row or
+//! index entry) is reported as a problem and the check goes on; it returns `Err` only
+//! when it cannot run at all.
 
 use std::sync::Arc;
 
@@ -53,6 +59,8 @@ pub struct TableCheck {
 /// The result of a check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckReport {
+    /// What the file pass read.
+    pub files: crate::db::FilesCheck,
     /// Per table.
     pub tables: Vec<TableCheck>,
     /// Every inconsistency found (empty when the database is consistent).
@@ -78,6 +86,7 @@ impl std::fmt::Display for CheckReport {
                 )?;
             }
         }
+        writeln!(f, "{}", self.files)?;
         if self.problems.is_empty() {
             write!(f, "ok")
         } else {
@@ -99,23 +108,40 @@ pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
         db.compact_range()?;
     }
     let tables: Vec<TableRuntime> = inner.catalog.read().tables.values().cloned().collect();
-    let mut report = CheckReport::default();
+    let mut problems = Vec::new();
+    let files = crate::db::verify_files(&inner, &mut problems)?;
+    let mut report = CheckReport {
+        files,
+        problems,
+        ..Default::default()
+    };
     for rt in tables {
-        let tc = check_table(db, &rt.layout, opts, &mut report.problems)?;
+        let mut tc = TableCheck {
+            name: rt.layout.name.clone(),
+            ..Default::default()
+        };
+        if let Err(e) = check_table(db, &rt.layout, opts, &mut tc, &mut report.problems) {
+            // Damage stops this table's scan, not the check.
+            report
+                .problems
+                .push(format!("table {}: check stopped: {e}", rt.layout.name));
+        }
         report.tables.push(tc);
     }
     Ok(report)
 }
 
-fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut Vec<String>) -> Result<TableCheck> {
+fn check_table(
+    db: &Db,
+    layout: &Arc<Layout>,
+    opts: CheckOptions,
+    tc: &mut TableCheck,
+    problems: &mut Vec<String>,
+) -> Result<()> {
     let inner = db.inner().clone();
     let snap = Snapshot::new(inner.clone());
     let ks = |id: u32| Keyspace::new(inner.clone(), id, Arc::from(""));
     let primary = ks(layout.primary);
-    let mut tc = TableCheck {
-        name: layout.name.clone(),
-        ..Default::default()
-    };
     let ready: Vec<_> = layout.indexes.iter().filter(|i| !i.building).collect();
     tc.indexes = ready
         .iter()
@@ -152,19 +178,38 @@ fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut
         while let Some(e) = scan.next_versioned() {
             let (key, seq, _) = e?;
             ic.entries += 1;
-            let (ikey, pk) = layout.split_secondary(ix, &key)?;
+            let Ok((ikey, pk)) = layout.split_secondary(ix, &key) else {
+                problems.push(format!(
+                    "table {}: index {} holds an undecodable entry",
+                    layout.name, ix.name
+                ));
+                continue;
+            };
             let valid = match snap.get_versioned(&primary, pk)? {
-                Some((row_seq, bytes)) => {
-                    let row = layout.decode(&bytes)?;
-                    let mut k = Vec::new();
-                    ix.shape.encode_row_key(&row, &mut k);
-                    row_seq == seq || k == ikey
-                }
+                Some((row_seq, bytes)) => match layout.decode(&bytes) {
+                    Ok(row) => {
+                        let mut k = Vec::new();
+                        ix.shape.encode_row_key(&row, &mut k);
+                        row_seq == seq || k == ikey
+                    }
+                    // Reported by the row pass.
+                    Err(_) => false,
+                },
                 None => false,
             };
             if valid {
                 ic.valid += 1;
-                if ix.unique && !ix.shape.decode(ikey)?.iter().any(|v| v.is_null()) {
+                let has_null = match ix.shape.decode(ikey) {
+                    Ok(vals) => vals.iter().any(|v| v.is_null()),
+                    Err(_) => {
+                        problems.push(format!(
+                            "table {}: index {} holds an undecodable key",
+                            layout.name, ix.name
+                        ));
+                        continue;
+                    }
+                };
+                if ix.unique && !has_null {
                     if last_unique.as_deref() == Some(ikey) {
                         problems.push(format!(
                             "table {}: unique index {} holds a duplicate key",
@@ -197,5 +242,5 @@ fn check_table(db: &Db, layout: &Arc<Layout>, opts: CheckOptions, problems: &mut
             }
         }
     }
-    Ok(tc)
+    Ok(())
 }

@@ -190,6 +190,9 @@ impl std::fmt::Display for TableStats {
 impl Db {
     /// Creates a table (its keyspaces and catalog entry in one durable edit).
     pub fn create_table(&self, schema: Schema) -> Result<Table> {
+        for ix in &schema.indexes {
+            refuse_reserved_index_name(&ix.name)?;
+        }
         let inner = self.inner();
         let _ddl = inner.ddl.write();
         let name = schema.name.clone();
@@ -256,6 +259,19 @@ impl Db {
     pub fn check(&self, opts: check::CheckOptions) -> Result<check::CheckReport> {
         check::check(self, opts)
     }
+}
+
+/// `select("primary")` reads the primary key, so an index of that name could never be
+/// read. Checked when an index is created (not when a catalog is loaded, so that a
+/// database made before the check still opens).
+pub(crate) fn refuse_reserved_index_name(name: &str) -> Result<()> {
+    if name.eq_ignore_ascii_case(select::PRIMARY) {
+        return Err(Error::InvalidArgument(format!(
+            "index name {name:?} is reserved: select(\"{}\") reads the primary key",
+            select::PRIMARY
+        )));
+    }
+    Ok(())
 }
 
 fn runtime_of(inner: &DbInner, name: &str) -> Result<TableRuntime> {

@@ -11,7 +11,9 @@
 //!
 //! Invariants: `CURRENT` only ever names a manifest whose snapshot record is synced, so
 //! a manifest named by `CURRENT` with no complete record is corruption. A torn final
-//! record is tolerated on reading (that edit was never acknowledged). A manifest that
+//! record is tolerated on reading (that edit was never acknowledged), unless the
+//! [`RecoveryMode`] says otherwise; the state it leaves is then checked against the
+//! files on disk before anything is deleted (`db::open`, `docs/design/recovery.md`). A manifest that
 //! was read with a torn tail is never appended to: the caller rolls to a new manifest
 //! with [`ManifestWriter::create`].
 //!
@@ -49,6 +51,7 @@ use std::sync::Arc;
 use crate::codec::{DecodeError, Decoder, put_bytes, put_varint};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::options::RecoveryMode;
 use crate::wal::{HEADER_LEN, Reader, Writer};
 
 use super::edit::{FileMeta, NewFile, VersionEdit};
@@ -398,13 +401,35 @@ fn set_current(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<()> {
     fs.sync_dir(dir)
 }
 
-/// Reads `CURRENT` in `dir` and every edit of the manifest it names, in order.
+/// Reads `CURRENT` in `dir` and every edit of the manifest it names, in order, with
+/// the default [`RecoveryMode`].
 ///
 /// Returns `None` when there is no `CURRENT` (a fresh directory). Errors: `CURRENT`
 /// not holding exactly a canonical manifest name and `"\n"` is `Corruption` naming
 /// `CURRENT`; damage in the manifest (see [`read_manifest`]) is `Corruption` naming the
 /// manifest and the record's offset.
 pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(u64, Vec<VersionEdit>)>> {
+    Ok(read_current_with(fs, dir, RecoveryMode::default())?.map(|m| (m.number, m.edits)))
+}
+
+/// What reading the live manifest found.
+#[derive(Debug)]
+pub struct ManifestRead {
+    /// The manifest's number.
+    pub number: u64,
+    /// Its path.
+    pub path: PathBuf,
+    /// The edits read, in order.
+    pub edits: Vec<VersionEdit>,
+    /// Offset of a torn tail (or, in the salvaging modes, of damage) where reading
+    /// stopped; `None` when the manifest read to a clean end.
+    pub stopped_at: Option<u64>,
+    /// Offset just past the last edit read.
+    pub valid_len: u64,
+}
+
+/// [`read_current`] under `mode`, reporting where the manifest ended.
+pub fn read_current_with(fs: &dyn FileSystem, dir: &Path, mode: RecoveryMode) -> Result<Option<ManifestRead>> {
     let current = dir.join(CURRENT_FILE_NAME);
     if !fs.exists(&current) {
         return Ok(None);
@@ -424,31 +449,93 @@ pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(u64, Vec<
                 format!("CURRENT does not hold a manifest name and newline: \"{shown}\""),
             )
         })?;
-    let edits = read_manifest(fs, &dir.join(manifest_file_name(number)))?;
-    Ok(Some((number, edits)))
+    let path = dir.join(manifest_file_name(number));
+    if !fs.exists(&path) {
+        return Err(Error::corruption(
+            &current,
+            0,
+            format!("CURRENT names {}, which is missing", manifest_file_name(number)),
+        ));
+    }
+    let (edits, stopped_at, valid_len) = read_manifest_with(fs, &path, mode)?;
+    Ok(Some(ManifestRead {
+        number,
+        path,
+        edits,
+        stopped_at,
+        valid_len,
+    }))
 }
 
-/// Reads every edit of the manifest at `path`, in order.
+/// Reads every edit of the manifest at `path`, in order, with the default
+/// [`RecoveryMode`].
 ///
 /// A torn final record is dropped (it was never acknowledged). A damaged record before
 /// the end, an undecodable edit, or a manifest without one complete record (its
 /// snapshot) is `Corruption` naming `path` and the record's offset.
 pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<Vec<VersionEdit>> {
+    Ok(read_manifest_with(fs, path, RecoveryMode::default())?.0)
+}
+
+/// [`read_manifest`] under `mode`: returns the edits, the offset where reading stopped
+/// short of the end (a torn tail, or damage in the salvaging modes), and the offset
+/// past the last edit read.
+///
+/// `AbsoluteConsistency` makes a torn tail an error too; `PointInTime` and
+/// `SkipAnyCorruptedRecords` keep the edits before the first damage (skipping an edit
+/// could resurrect deleted files, so both stop there). A manifest with no edit is
+/// always an error.
+pub fn read_manifest_with(
+    fs: &dyn FileSystem,
+    path: &Path,
+    mode: RecoveryMode,
+) -> Result<(Vec<VersionEdit>, Option<u64>, u64)> {
+    let salvage = matches!(mode, RecoveryMode::PointInTime | RecoveryMode::SkipAnyCorruptedRecords);
     let mut reader = Reader::open(fs, path)?;
     let mut edits = Vec::new();
-    while let Some((offset, payload)) = reader.next_record()? {
-        let edit = VersionEdit::decode(&payload).map_err(|e| {
-            Error::corruption(
-                path,
-                offset,
-                format!(
-                    "undecodable version edit: {} at byte {} of the record",
-                    e.reason,
-                    HEADER_LEN + e.offset
-                ),
-            )
-        })?;
+    let mut stopped_at = None;
+    loop {
+        let (offset, payload) = match reader.next_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(Error::Corruption { offset, .. }) if salvage && !edits.is_empty() => {
+                stopped_at = Some(offset);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let edit = match VersionEdit::decode(&payload) {
+            Ok(e) => e,
+            Err(_) if salvage && !edits.is_empty() => {
+                stopped_at = Some(offset);
+                break;
+            }
+            Err(e) => {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "undecodable version edit: {} at byte {} of the record",
+                        e.reason,
+                        HEADER_LEN + e.offset
+                    ),
+                ));
+            }
+        };
         edits.push(edit);
+    }
+    let valid_len = reader.valid_len();
+    if stopped_at.is_none()
+        && let Some(at) = reader.torn_tail_at()
+    {
+        if mode == RecoveryMode::AbsoluteConsistency {
+            return Err(Error::corruption(
+                path,
+                at,
+                "manifest ends in a torn record (recovery mode AbsoluteConsistency)",
+            ));
+        }
+        stopped_at = Some(at);
     }
     if edits.is_empty() {
         return Err(Error::corruption(
@@ -457,7 +544,7 @@ pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<Vec<VersionEdit
             "manifest holds no complete record; its snapshot is missing",
         ));
     }
-    Ok(edits)
+    Ok((edits, stopped_at, valid_len))
 }
 
 #[cfg(test)]

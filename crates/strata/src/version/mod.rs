@@ -91,6 +91,7 @@ impl TableFile {
 pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
     for f in files {
         f.obsolete.store(true, Ordering::SeqCst);
+        f.retired.note_removed(&f.path);
     }
 }
 

@@ -11,7 +11,8 @@
 //! Invariant: a queued path belongs to no version, so unlinking it is safe at any time;
 //! one left queued by a crash is an unreferenced file, which the next open sweeps.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -26,6 +27,11 @@ pub struct ObsoleteFiles {
     /// Set when the database closes: nobody will drain the queue after that, so late
     /// holders unlink themselves.
     closed: AtomicBool,
+    /// A read-only database: files are forgotten, never unlinked.
+    keep: bool,
+    /// Every file a durable edit removed and that is not unlinked yet (still held, or
+    /// queued): `check` must not report these as unlisted.
+    removed: Mutex<HashSet<PathBuf>>,
 }
 
 impl std::fmt::Debug for ObsoleteFiles {
@@ -43,18 +49,33 @@ impl ObsoleteFiles {
             fs,
             queue: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            keep: false,
+            removed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// A queue that never unlinks anything (a read-only database writes nothing).
+    pub fn keeping(fs: Arc<dyn FileSystem>) -> Self {
+        ObsoleteFiles {
+            keep: true,
+            ..Self::new(fs)
         }
     }
 
     /// Takes `path`, which no version names: queued, or unlinked at once once the
     /// database is closed.
     pub fn retire(&self, path: PathBuf) {
+        if self.keep {
+            self.removed.lock().remove(&path);
+            return;
+        }
         // Checked under the lock `close` drains with, so no path lands after the drain.
         let mut queue = self.queue.lock();
         if self.closed.load(Ordering::SeqCst) {
             drop(queue);
             // A failed unlink only leaks space; the next open sweeps unreferenced files.
             let _ = self.fs.remove(&path);
+            self.removed.lock().remove(&path);
         } else {
             queue.push(path);
         }
@@ -66,6 +87,10 @@ impl ObsoleteFiles {
         for p in &paths {
             let _ = self.fs.remove(p);
         }
+        let mut removed = self.removed.lock();
+        for p in &paths {
+            removed.remove(p);
+        }
         paths.len()
     }
 
@@ -76,6 +101,16 @@ impl ObsoleteFiles {
             self.closed.store(true, Ordering::SeqCst);
         }
         self.purge();
+    }
+
+    /// Notes that a durable edit removed `path`; it stays noted until unlinked.
+    pub fn note_removed(&self, path: &Path) {
+        self.removed.lock().insert(path.to_path_buf());
+    }
+
+    /// True if a durable edit removed `path` and it is not unlinked yet.
+    pub fn is_removed(&self, path: &Path) -> bool {
+        self.removed.lock().contains(path)
     }
 
     /// Files queued and not yet unlinked.

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::manifest::{ManifestWriter, read_current};
+use super::manifest::{ManifestRead, ManifestWriter, read_current_with};
 use super::{FileContext, Version, VersionEdit};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -28,15 +28,26 @@ pub struct VersionSet {
     pub log_number: u64,
     /// Next unused keyspace id.
     pub next_keyspace_id: u32,
+    /// Opened read-only: every change is refused and no manifest is written.
+    read_only: bool,
 }
 
 impl VersionSet {
     /// Recovers the version set from the manifest named by CURRENT, or returns `None`
     /// when the directory has no CURRENT file.
-    pub(crate) fn recover(ctx: FileContext) -> Result<Option<VersionSet>> {
-        let Some((number, edits)) = read_current(ctx.fs.as_ref(), &ctx.dir)? else {
+    ///
+    /// Also returns how the manifest read ended (a torn tail is dropped under the
+    /// default mode; the caller checks the recovered state against the files on disk).
+    pub(crate) fn recover(
+        ctx: FileContext,
+        mode: crate::RecoveryMode,
+        read_only: bool,
+    ) -> Result<Option<(VersionSet, ManifestRead)>> {
+        let Some(mut read) = read_current_with(ctx.fs.as_ref(), &ctx.dir, mode)? else {
             return Ok(None);
         };
+        let number = read.number;
+        let edits = std::mem::take(&mut read.edits);
         let mut vs = VersionSet {
             ctx,
             current: Arc::new(Version::default()),
@@ -45,6 +56,7 @@ impl VersionSet {
             last_seq: 0,
             log_number: 0,
             next_keyspace_id: 0,
+            read_only,
         };
         let manifest_path = vs.ctx.dir.join(format!("MANIFEST-{number:06}"));
         for (i, e) in edits.iter().enumerate() {
@@ -58,7 +70,7 @@ impl VersionSet {
         for f in vs.current.live_files() {
             vs.next_file_number.fetch_max(f + 1, Ordering::SeqCst);
         }
-        Ok(Some(vs))
+        Ok(Some((vs, read)))
     }
 
     /// A version set for a brand-new database (no manifest written yet).
@@ -71,6 +83,7 @@ impl VersionSet {
             last_seq: 0,
             log_number: 0,
             next_keyspace_id: 0,
+            read_only: false,
         }
     }
 
@@ -104,6 +117,7 @@ impl VersionSet {
 
     /// Starts a fresh manifest holding a snapshot of the current state.
     pub(crate) fn write_new_manifest(&mut self) -> Result<()> {
+        self.refuse_if_read_only()?;
         let number = self.new_file_number();
         let mut snap = self.current.snapshot_edit();
         self.fill_counters(&mut snap);
@@ -130,6 +144,7 @@ impl VersionSet {
     /// Makes `edit` durable in the manifest, then installs the version it produces.
     /// On error nothing is installed.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        self.refuse_if_read_only()?;
         let saved = (self.last_seq, self.log_number, self.next_keyspace_id);
         let r = self.log_and_apply_inner(&mut edit);
         if r.is_err() {
@@ -176,6 +191,13 @@ impl VersionSet {
         }
         super::mark_obsolete(&removed);
         Ok(self.current.clone())
+    }
+
+    fn refuse_if_read_only(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::InvalidArgument("the database was opened read-only".into()));
+        }
+        Ok(())
     }
 
     /// The database directory.

@@ -19,8 +19,10 @@
 //!   wrote ahead of its end (a WAL synced on every commit, [`Writer::sync_commit`]),
 //!   or by one *torn tail* left by a crash (a cut-short or zero-filled last record).
 //!   [`Reader`] takes zeros as the end; at a torn tail it stops and
-//!   reports [`Reader::torn_tail_at`]; damage followed by more data is `Corruption`
-//!   naming the file and the record's offset. See [`Reader`] for the exact rules.
+//!   reports [`Reader::torn_tail_at`]; damage followed by more data (any valid record
+//!   after a bad one) is `Corruption` naming the file and the record's offset. See
+//!   [`Reader`] for the exact rules and `docs/design/recovery.md` for how recovery
+//!   uses them (recovery modes, the synced point a clean close records).
 //! - A log with a torn tail is never appended to again (new records would follow
 //!   garbage, turning the tail into mid-log corruption); recovery starts a new file.
 //! - A [`Writer`] that hit an I/O error refuses further records for the same reason.
@@ -328,6 +330,46 @@ mod tests {
             assert_corruption_at(err, &path, mid);
             assert!(matches!(r.next_record(), Ok(None)), "fused after error");
         }
+    }
+
+    #[test]
+    fn any_bit_flip_in_a_middle_length_is_corruption() {
+        // Issue 20: a flip that makes a middle record claim to run past the end of the
+        // file (or into the zeros written ahead of it) read as a torn tail and dropped
+        // every later record. Each of the 32 length bits, with and without zeros after
+        // the last record.
+        let payloads: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 300]).collect();
+        let (bytes, offsets) = frame(&payloads);
+        for zeros in [0usize, 1 << 16] {
+            for rec in [0usize, 10, 48] {
+                let at = offsets[rec] as usize;
+                for bit in 0..32 {
+                    let mut bad = bytes.clone();
+                    bad[at + bit / 8] ^= 1 << (bit % 8);
+                    bad.resize(bad.len() + zeros, 0);
+                    let (recs, err, torn) = read_mem(bad, 4096);
+                    assert_eq!(recs.len(), rec, "record {rec} bit {bit} zeros {zeros}");
+                    assert_eq!(torn, None, "record {rec} bit {bit} zeros {zeros}");
+                    assert_corruption_at(err, Path::new("mem.wal"), offsets[rec]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resume_after_damage_finds_the_next_record() {
+        let payloads: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100]).collect();
+        let (mut bytes, offsets) = frame(&payloads);
+        bytes[offsets[1] as usize + 2] ^= 0x10;
+        let mut r = reader::reader_with_chunk(MemFile::new(bytes), 64);
+        let (recs, err) = read_all(&mut r);
+        assert_eq!(recs.len(), 1);
+        assert_corruption_at(err, Path::new("mem.wal"), offsets[1]);
+        assert_eq!(r.resume_after_damage(offsets[1] + 1).expect("scan"), Some(offsets[2]));
+        let (rest, err) = read_all(&mut r);
+        assert!(err.is_none(), "{err:?}");
+        let got: Vec<Vec<u8>> = rest.into_iter().map(|(_, p)| p).collect();
+        assert_eq!(got, payloads[2..].to_vec());
     }
 
     #[test]

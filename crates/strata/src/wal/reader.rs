@@ -5,22 +5,32 @@
 //! had when it was opened.
 //!
 //! Classification of a record that is not valid, at offset `o` (file size `S`):
-//! - fewer than [`HEADER_LEN`](super::HEADER_LEN) bytes left, or a payload that ends past
-//!   `S`: **torn tail** at `o` (a crash cut the last append short);
+//! - fewer than [`HEADER_LEN`](super::HEADER_LEN) bytes left: **torn tail** at `o` (a
+//!   crash cut the last append short), unless they are all zero (the clean end);
 //! - a length over [`MAX_PAYLOAD_LEN`]: **corruption** at `o` (the writer never writes
 //!   such a header, so no crash can leave one behind);
 //! - every byte from `o` to `S` zero: the **clean end**. This is space the writer zeroed
 //!   ahead ([`Writer::sync_commit`](super::Writer::sync_commit)); a crash that left
 //!   zeros there lost nothing either, since nothing at `o` was ever a whole record;
-//! - a checksum mismatch where every byte from the record's end to `S` is zero (in
-//!   particular, the record ends exactly at `S`): **torn tail** at `o`. The zeros are
-//!   preallocated or never-written space;
+//! - a payload that ends past `S`, or a checksum mismatch where every byte from the
+//!   record's end to `S` is zero: a **torn tail** at `o`, *provided no valid record
+//!   starts anywhere after `o`*. A crash cuts only the last append, so a whole,
+//!   checksummed record behind the bad one proves damage: a flipped length field that
+//!   makes a middle record claim to run past the end of the file (or into the zeros
+//!   ahead of it) would otherwise silently drop every record after it. That case is
+//!   **corruption** at `o`, naming the offset of the valid record found;
 //! - a checksum mismatch followed by any non-zero byte: **corruption** at `o`.
+//!
+//! The search for a valid record after a would-be torn tail tries every offset from
+//! `o + 1` on; a candidate must have a length that fits in the file and a matching
+//! checksum, which random bytes pass with probability about 2^-32 per offset whose
+//! four length bytes happen to fit. Only a log whose last (torn) record carries
+//! framed log records inside its payload could be misread as damaged that way; the
+//! [`RecoveryMode`](crate::RecoveryMode) options decide what happens then.
 //!
 //! A consequence of the last-record rule: a bit flip inside the final record cannot be
 //! told apart from a torn write, so that record is dropped as torn rather than reported.
-//! Likewise a flipped length field that makes a middle record claim to run past the end
-//! of the file reads as a torn tail; the length limit catches most such flips.
+//! See `docs/design/recovery.md`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -145,7 +155,7 @@ impl Reader {
         }
         let total = HEADER_LEN + len;
         if !self.ensure(total)? {
-            return self.torn(off);
+            return self.torn_unless_followed(off, "its length runs past the end of the file");
         }
         let start = self.buf_index(off);
         let rec = &self.buf[start..start + total];
@@ -167,7 +177,7 @@ impl Reader {
                 }
             }
             if self.rest_is_zero(end)? {
-                return self.torn(off);
+                return self.torn_unless_followed(off, "its checksum does not match");
             }
             return Err(Error::corruption(
                 self.file.path(),
@@ -181,6 +191,59 @@ impl Reader {
         let payload = payload.to_vec();
         self.pos = off + total as u64;
         Ok(Some((off, payload)))
+    }
+
+    /// A torn tail at `off`, unless a valid record starts after it (then the record at
+    /// `off` is damage in the middle of the log).
+    fn torn_unless_followed(&mut self, off: u64, what: &str) -> Result<Option<(u64, Vec<u8>)>> {
+        if let Some(next) = self.find_valid_record(off + 1)? {
+            return Err(Error::corruption(
+                self.file.path(),
+                off,
+                format!("damaged record ({what}) followed by a valid record at offset {next}"),
+            ));
+        }
+        self.torn(off)
+    }
+
+    /// The first offset at or after `from` where a whole record with a matching
+    /// checksum starts, if any.
+    pub(crate) fn find_valid_record(&self, from: u64) -> Result<Option<u64>> {
+        if from >= self.size {
+            return Ok(None);
+        }
+        // The rest of the file is at most one torn record in the common case (a crash
+        // cut the last append), so reading it whole is cheap; damage may make it larger.
+        let rest = self.file.read_at(from, (self.size - from) as usize)?;
+        let mut i = 0usize;
+        while i + HEADER_LEN <= rest.len() {
+            if let Some(h) = decode_header(&rest[i..i + HEADER_LEN]) {
+                let len = h.len as usize;
+                if len <= MAX_PAYLOAD_LEN && (h.len != 0 || h.crc != 0) && i + HEADER_LEN + len <= rest.len() {
+                    let payload = &rest[i + HEADER_LEN..i + HEADER_LEN + len];
+                    if record_crc(&rest[i..i + 4], payload) == h.crc {
+                        return Ok(Some(from + i as u64));
+                    }
+                }
+            }
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// Moves past damage: the next call returns the first valid record at or after
+    /// `from` (for recovery that skips corrupted records). Returns its offset, or
+    /// `None` if no valid record follows (the log ends there).
+    pub fn resume_after_damage(&mut self, from: u64) -> Result<Option<u64>> {
+        let next = self.find_valid_record(from)?;
+        if let Some(at) = next {
+            self.pos = at;
+            self.buf.clear();
+            self.buf_start = at;
+            self.done = false;
+            self.torn_tail_at = None;
+        }
+        Ok(next)
     }
 
     fn torn(&mut self, off: u64) -> Result<Option<(u64, Vec<u8>)>> {
