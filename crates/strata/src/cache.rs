@@ -1,5 +1,5 @@
 //! Caches shared by all table readers: decoded data blocks, bounded by bytes
-//! ([`BlockCache`]), and open tables, bounded by count ([`TableCache`]).
+//! ([`BlockCache`]), and open tables, bounded by count ([`SstCache`]).
 //!
 //! Both are sharded `quick_cache` caches (CLOCK-Pro-like eviction), safe to share
 //! between threads. Blocks are keyed by (file number, block offset); file numbers are
@@ -14,7 +14,7 @@ use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::fs::FileSystem;
-use crate::sstable::{Block, Table, table_file_name};
+use crate::sstable::{Block, SstReader, table_file_name};
 
 /// Charges each block its memory footprint.
 #[derive(Debug, Clone, Copy)]
@@ -143,27 +143,27 @@ impl BlockCache {
 }
 
 /// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand.
-pub struct TableCache {
+pub struct SstCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
     /// `None` when `max_open` is 0: every `get` opens the file afresh.
-    tables: Option<Cache<u64, Arc<Table>>>,
+    tables: Option<Cache<u64, Arc<SstReader>>>,
 }
 
-impl std::fmt::Debug for TableCache {
+impl std::fmt::Debug for SstCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableCache")
+        f.debug_struct("SstCache")
             .field("dir", &self.dir)
             .field("open", &self.len())
             .finish()
     }
 }
 
-impl TableCache {
+impl SstCache {
     /// A cache of tables in `dir`, reading data blocks through `block_cache`.
     pub fn new(fs: Arc<dyn FileSystem>, dir: PathBuf, max_open: usize, block_cache: Option<Arc<BlockCache>>) -> Self {
-        TableCache {
+        SstCache {
             fs,
             dir,
             block_cache,
@@ -171,14 +171,14 @@ impl TableCache {
         }
     }
 
-    fn open(&self, number: u64) -> Result<Arc<Table>> {
+    fn open(&self, number: u64) -> Result<Arc<SstReader>> {
         let file = self.fs.open(&self.dir.join(table_file_name(number)))?;
-        Ok(Arc::new(Table::open(file, number, self.block_cache.clone())?))
+        Ok(Arc::new(SstReader::open(file, number, self.block_cache.clone())?))
     }
 
     /// The open table `number`, opening (and validating) it on a miss. Concurrent
     /// misses for one number open the file once.
-    pub fn get(&self, number: u64) -> Result<Arc<Table>> {
+    pub fn get(&self, number: u64) -> Result<Arc<SstReader>> {
         match &self.tables {
             Some(c) => c.get_or_insert_with(&number, || self.open(number)),
             None => self.open(number),
@@ -215,7 +215,7 @@ mod tests {
     use crate::fs::RealFs;
     use crate::key::{ValueKind, internal_key};
     use crate::sstable::block::BlockBuilder;
-    use crate::sstable::{TableBuilder, TableOptions};
+    use crate::sstable::{SstOptions, SstWriter};
 
     fn block(n: usize) -> Arc<Block> {
         let mut b = BlockBuilder::new(16);
@@ -262,7 +262,7 @@ mod tests {
     fn write_table(dir: &std::path::Path, number: u64) {
         let path = dir.join(table_file_name(number));
         let file = RealFs.create(&path).expect("create");
-        let mut b = TableBuilder::new(file, path, TableOptions::default());
+        let mut b = SstWriter::new(file, path, SstOptions::default());
         b.add(
             &internal_key(format!("key{number}").as_bytes(), number, ValueKind::Put),
             b"v",
@@ -278,7 +278,7 @@ mod tests {
             write_table(dir.path(), n);
         }
         let blocks = Arc::new(BlockCache::new(1 << 20));
-        let tc = TableCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 2, Some(blocks));
+        let tc = SstCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 2, Some(blocks));
         let t1 = tc.get(1).expect("open 1");
         assert!(Arc::ptr_eq(&t1, &tc.get(1).expect("cached 1")));
         assert_eq!(t1.path(), dir.path().join("000001.sst"));
@@ -292,7 +292,7 @@ mod tests {
         assert!(tc.len() <= 1);
         let err = tc.get(42).expect_err("missing file");
         assert!(!err.is_corruption());
-        let uncached = TableCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 0, None);
+        let uncached = SstCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 0, None);
         assert!(uncached.get(3).is_ok());
         assert_eq!(uncached.len(), 0);
     }

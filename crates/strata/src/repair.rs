@@ -211,7 +211,7 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     // block itself, so it is a real key of the file).
     let from_next_block = fs
         .open(file)
-        .and_then(|f| crate::sstable::Table::open(f, number, None))
+        .and_then(|f| crate::sstable::SstReader::open(f, number, None))
         .ok()
         .and_then(|t| {
             let handles: Vec<_> = t.fences().map(|(_, h)| h).collect();

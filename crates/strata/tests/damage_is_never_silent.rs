@@ -245,7 +245,7 @@ fn sst_boundaries(path: &Path) -> Vec<usize> {
         .and_then(|s| s.parse().ok())
         .expect("sst number");
     let file = strata::fs::FileSystem::open(&strata::fs::RealFs, path).expect("open sst");
-    let table = strata::sstable::Table::open(file, number, None).expect("template table opens");
+    let table = strata::sstable::SstReader::open(file, number, None).expect("template table opens");
     for (_, h) in table.fences() {
         out.push(h.offset as usize);
         out.push((h.offset + h.size) as usize);

@@ -13,7 +13,7 @@ use strata::sstable::bloom::BloomFilter;
 use strata::sstable::format::{Footer, unseal_block};
 use strata::sstable::index::{FenceIndex, FenceValue, IndexBuilder};
 use strata::sstable::range_del::decode_range_dels;
-use strata::sstable::{Block, Properties, Table};
+use strata::sstable::{Block, Properties, SstReader};
 use strata::table::catalog::TableDef;
 use strata::table::encoding::{decode_key, decode_row, split_key};
 use strata::table::schema::Schema;
@@ -116,7 +116,7 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
         }
         "sst_table" => {
             if let Some((_, rest)) = data.split_first()
-                && let Ok(t) = Table::open(mem("x.sst", rest), 1, None)
+                && let Ok(t) = SstReader::open(mem("x.sst", rest), 1, None)
             {
                 let t = Arc::new(t);
                 let mut it = t.iter();

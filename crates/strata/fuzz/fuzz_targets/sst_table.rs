@@ -1,4 +1,4 @@
-//! A whole SSTable image opened with `Table::open` over an in-memory file, then iterated
+//! A whole SSTable image opened with `SstReader::open` over an in-memory file, then iterated
 //! and queried. The first byte chooses whether block and footer checksums are fixed up
 //! first, so the fuzzer reaches the cross-checks behind them (index vs properties, fence
 //! pointers vs data blocks).
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 use strata::iter::InternalIterator;
 use strata::key::{MAX_SEQNO, parse_internal_key};
-use strata::sstable::Table;
+use strata::sstable::SstReader;
 use strata_fuzz::{MemFile, fix_sst_checksums};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     if flag & 1 == 1 {
         fix_sst_checksums(&mut image);
     }
-    let Ok(table) = Table::open(MemFile::new("fuzz.sst", image), 1, None) else {
+    let Ok(table) = SstReader::open(MemFile::new("fuzz.sst", image), 1, None) else {
         return;
     };
     let table = Arc::new(table);

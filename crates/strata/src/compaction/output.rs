@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::warm::{CacheWarmer, HotRanges};
-use crate::cache::TableCache;
+use crate::cache::SstCache;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::key::user_key;
 use crate::options::Clock;
 use crate::range_tombstone::RangeTombstone;
-use crate::sstable::{TableBuilder, TableOptions, table_file_name};
+use crate::sstable::{SstOptions, SstWriter, table_file_name};
 use crate::version::{FileMeta, NewFile};
 
 /// Everything a background job needs to write files.
@@ -23,9 +23,9 @@ pub struct JobContext {
     /// Database directory.
     pub dir: PathBuf,
     /// Open-table cache.
-    pub table_cache: Arc<TableCache>,
+    pub table_cache: Arc<SstCache>,
     /// Format options for new tables.
-    pub table_opts: TableOptions,
+    pub table_opts: SstOptions,
     /// Shared file-number counter.
     pub file_numbers: Arc<AtomicU64>,
     /// Split outputs at about this size.
@@ -36,7 +36,7 @@ pub struct JobContext {
 
 struct Current {
     number: u64,
-    builder: TableBuilder,
+    builder: SstWriter,
 }
 
 /// Cuts a sorted entry stream into SSTables for one keyspace, level and run.
@@ -106,7 +106,7 @@ impl OutputWriter {
         self.created.push(path.clone());
         let mut opts = self.ctx.table_opts.clone();
         opts.created_at = self.ctx.clock.now_micros();
-        let mut builder = TableBuilder::new(file, path, opts);
+        let mut builder = SstWriter::new(file, path, opts);
         if let (Some(hot), Some(cache)) = (&self.hot, self.ctx.table_cache.block_cache()) {
             builder.observe_data_blocks(Box::new(CacheWarmer::new(Arc::clone(cache), number, Arc::clone(hot))));
         }

@@ -14,14 +14,14 @@ use crate::error::Result;
 use crate::iter::merge::MergingIter;
 use crate::iter::vec::{EntryBuffer, VecIter};
 use crate::iter::{Direction, InternalIterator};
-use crate::sstable::{Table, TableBuilder};
+use crate::sstable::{SstReader, SstWriter};
 
 /// Buffers entries for one keyspace and hands them back sorted.
 pub struct ExternalSorter {
     ctx: JobContext,
     buf: EntryBuffer,
     limit: usize,
-    spills: Vec<(PathBuf, Arc<Table>)>,
+    spills: Vec<(PathBuf, Arc<SstReader>)>,
     len: u64,
 }
 
@@ -69,12 +69,12 @@ impl ExternalSorter {
         let file = self.ctx.fs.create(&path)?;
         let mut opts = self.ctx.table_opts.clone();
         opts.bloom_fpr = 0.0;
-        let mut b = TableBuilder::new(file, path.clone(), opts);
+        let mut b = SstWriter::new(file, path.clone(), opts);
         for i in 0..self.buf.len() {
             b.add(self.buf.key(i), self.buf.value(i))?;
         }
         b.finish()?;
-        let table = Arc::new(Table::open(self.ctx.fs.open(&path)?, number, None)?);
+        let table = Arc::new(SstReader::open(self.ctx.fs.open(&path)?, number, None)?);
         self.spills.push((path, table));
         self.buf.clear();
         Ok(())
@@ -199,20 +199,20 @@ impl InternalIterator for SortedStreamIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::TableCache;
+    use crate::cache::SstCache;
     use crate::fs::{FileSystem, RealFs};
     use crate::key::{ValueKind, compare_internal, internal_key};
     use crate::options::SystemClock;
-    use crate::sstable::TableOptions;
+    use crate::sstable::SstOptions;
     use std::sync::atomic::AtomicU64;
 
     fn ctx(dir: &std::path::Path) -> JobContext {
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
         JobContext {
-            table_cache: Arc::new(TableCache::new(fs.clone(), dir.to_path_buf(), 16, None)),
+            table_cache: Arc::new(SstCache::new(fs.clone(), dir.to_path_buf(), 16, None)),
             fs,
             dir: dir.to_path_buf(),
-            table_opts: TableOptions::default(),
+            table_opts: SstOptions::default(),
             file_numbers: Arc::new(AtomicU64::new(1)),
             target_file_size: 1 << 20,
             clock: Arc::new(SystemClock),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::key::user_key;
-use crate::sstable::{Block, DataBlockObserver, Table};
+use crate::sstable::{Block, DataBlockObserver, SstReader};
 
 /// Disjoint, sorted, inclusive user-key ranges whose blocks were cached.
 #[derive(Debug, Default)]
@@ -27,7 +27,7 @@ impl HotRanges {
     /// The key ranges of the data blocks of `tables` that `cache` holds now. A block's
     /// range runs from the previous block's fence key (its first key is not stored) to
     /// its own, at or past its last key, so it may be a little wider than the block.
-    pub fn of_inputs<'a>(tables: impl IntoIterator<Item = &'a Table>, cache: &BlockCache) -> Result<HotRanges> {
+    pub fn of_inputs<'a>(tables: impl IntoIterator<Item = &'a SstReader>, cache: &BlockCache) -> Result<HotRanges> {
         let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for t in tables {
             let mut lo = t.properties().smallest_user_key.clone();

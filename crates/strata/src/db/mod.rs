@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::{BlockCache, SstCache};
 use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -85,7 +85,7 @@ pub(crate) struct DbInner {
     /// them), older unlisted ones are orphans `check` reports.
     pub first_own_file: u64,
     pub opts: Options,
-    pub table_cache: Arc<TableCache>,
+    pub table_cache: Arc<SstCache>,
     /// Removed SSTables whose last holder let go, for the workers to unlink.
     pub retired: Arc<crate::version::ObsoleteFiles>,
     pub block_cache: Option<Arc<BlockCache>>,

@@ -25,11 +25,11 @@ use super::background::flush_memtable;
 use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
 use crate::RecoveryMode;
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, TableCache};
+use crate::cache::{BlockCache, SstCache};
 use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::sstable::TableOptions;
+use crate::sstable::SstOptions;
 use crate::version::manifest::ManifestRead;
 use crate::version::set::VersionSet;
 use crate::version::{FileContext, ObsoleteFiles, VersionEdit};
@@ -109,7 +109,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     };
 
     let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let table_cache = Arc::new(TableCache::new(
+    let table_cache = Arc::new(SstCache::new(
         fs.clone(),
         dir.clone(),
         opts.max_open_files,
@@ -139,11 +139,11 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         }
     };
 
-    let table_opts = TableOptions {
+    let table_opts = SstOptions {
         block_size: opts.block_size,
         bloom_fpr: opts.bloom_fpr,
         compression: opts.compression,
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let job_ctx = JobContext {
         fs: fs.clone(),
@@ -253,7 +253,7 @@ fn finish(
     writer: Option<wal::Writer>,
     lock: Option<std::fs::File>,
     dir: PathBuf,
-    table_cache: Arc<TableCache>,
+    table_cache: Arc<SstCache>,
     retired: Arc<ObsoleteFiles>,
     block_cache: Option<Arc<BlockCache>>,
     table_states: Mutex<std::collections::HashMap<String, Arc<crate::table::runtime::TableState>>>,

@@ -108,7 +108,7 @@ fn consider(e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>) ->
 
 pub(crate) fn get_in(
     sv: &SuperVersion,
-    table_cache: &crate::cache::TableCache,
+    table_cache: &crate::cache::SstCache,
     ks: u32,
     key: &[u8],
     snapshot: SeqNo,
@@ -290,7 +290,7 @@ impl DirIter {
 /// Items are `(key, value)` pairs; a read error ends the scan after being yielded.
 pub struct Scan {
     sv: Arc<SuperVersion>,
-    table_cache: Arc<crate::cache::TableCache>,
+    table_cache: Arc<crate::cache::SstCache>,
     ks: u32,
     snapshot: SeqNo,
     lower: Bound<Vec<u8>>,

@@ -23,7 +23,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::sstable::{Table, table_file_name};
+use crate::sstable::{SstReader, table_file_name};
 use crate::wal;
 
 /// What the file pass read.
@@ -85,7 +85,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
                 ));
             }
             // No block cache: the check reads the disk, and leaves the cache as it was.
-            let table = match Table::open(file, f.meta.number, None) {
+            let table = match SstReader::open(file, f.meta.number, None) {
                 Ok(t) => t,
                 Err(e) => {
                     problems.push(e.to_string());
@@ -173,7 +173,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
 
 /// Reads every data block of `table`; returns its entry count, or `None` if a block
 /// could not be read (already reported).
-fn verify_table(table: &Table, out: &mut FilesCheck, problems: &mut Vec<String>) -> Option<u64> {
+fn verify_table(table: &SstReader, out: &mut FilesCheck, problems: &mut Vec<String>) -> Option<u64> {
     let mut entries = 0u64;
     let mut whole = true;
     let mut last: Option<Vec<u8>> = None;

@@ -3,29 +3,29 @@
 use std::sync::Arc;
 
 use super::InternalIterator;
-use crate::cache::TableCache;
+use crate::cache::SstCache;
 use crate::error::Result;
 use crate::key::user_key;
-use crate::sstable::{Fill, TableIter};
+use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;
 
 /// Iterates a run's files in key order, opening each through the table cache.
 pub struct RunIter {
     files: Vec<Arc<TableFile>>,
-    cache: Arc<TableCache>,
+    cache: Arc<SstCache>,
     idx: usize,
-    cur: Option<TableIter>,
+    cur: Option<SstIter>,
     fill: Fill,
 }
 
 impl RunIter {
     /// A cursor over `files` (sorted, disjoint) for a foreground read.
-    pub fn new(files: Vec<Arc<TableFile>>, cache: Arc<TableCache>) -> Self {
+    pub fn new(files: Vec<Arc<TableFile>>, cache: Arc<SstCache>) -> Self {
         Self::with_fill(files, cache, Fill::Cache)
     }
 
     /// A cursor over `files` that uses the block cache as `fill` says.
-    pub fn with_fill(files: Vec<Arc<TableFile>>, cache: Arc<TableCache>, fill: Fill) -> Self {
+    pub fn with_fill(files: Vec<Arc<TableFile>>, cache: Arc<SstCache>, fill: Fill) -> Self {
         RunIter {
             files,
             cache,

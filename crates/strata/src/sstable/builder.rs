@@ -25,7 +25,7 @@ const MAX_ENTRY_PART: usize = 1 << 30;
 
 /// How tables are written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TableOptions {
+pub struct SstOptions {
     /// Target uncompressed size of a data block in bytes.
     pub block_size: usize,
     /// Entries between restart points inside a block.
@@ -38,9 +38,9 @@ pub struct TableOptions {
     pub created_at: u64,
 }
 
-impl Default for TableOptions {
+impl Default for SstOptions {
     fn default() -> Self {
-        TableOptions {
+        SstOptions {
             block_size: 8192,
             restart_interval: DEFAULT_RESTART_INTERVAL,
             bloom_fpr: 0.01,
@@ -60,10 +60,10 @@ pub trait DataBlockObserver: Send {
 }
 
 /// Builds one table file.
-pub struct TableBuilder {
+pub struct SstWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
-    opts: TableOptions,
+    opts: SstOptions,
     data: BlockBuilder,
     index: IndexBuilder,
     bloom: Option<BloomBuilder>,
@@ -79,11 +79,11 @@ pub struct TableBuilder {
     pending_fence: Option<BlockHandle>,
 }
 
-impl TableBuilder {
+impl SstWriter {
     /// Starts a table in `file` (named `path` in errors).
-    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: TableOptions) -> Self {
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: SstOptions) -> Self {
         let offset = file.len();
-        TableBuilder {
+        SstWriter {
             data: BlockBuilder::new(opts.restart_interval),
             index: IndexBuilder::new(),
             bloom: BloomPolicy::from_fpr(opts.bloom_fpr).map(BloomBuilder::new),

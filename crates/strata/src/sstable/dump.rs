@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::format::TABLE_MAGIC;
-use super::reader::Table;
+use super::reader::SstReader;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -60,7 +60,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
         .and_then(|s| s.to_str())
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let table = Arc::new(Table::open(fs.open(path)?, number, None)?);
+    let table = Arc::new(SstReader::open(fs.open(path)?, number, None)?);
     let mut out = String::new();
     // Writing to a String cannot fail; the results are ignored deliberately.
     let w = &mut out;

@@ -1,7 +1,7 @@
 //! Sorted string tables: immutable files of internal entries in internal-key order.
 //!
-//! This module owns the on-disk table format, the writer ([`TableBuilder`]), the reader
-//! ([`Table`], [`TableIter`]) and the `dump-sst` text summary ([`dump`]).
+//! This module owns the on-disk table format, the writer ([`SstWriter`]), the reader
+//! ([`SstReader`], [`SstIter`]) and the `dump-sst` text summary ([`dump`]).
 //!
 //! # File layout
 //!
@@ -52,12 +52,12 @@ mod reader;
 mod tests;
 
 pub use block::{Block, BlockIter};
-pub use builder::{DataBlockObserver, TableBuilder, TableOptions};
+pub use builder::{DataBlockObserver, SstOptions, SstWriter};
 pub use dump::dump;
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;
-pub use reader::{Fill, Table, TableIter};
+pub use reader::{Fill, SstIter, SstReader};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
 pub fn table_file_name(number: u64) -> String {

@@ -1,4 +1,4 @@
-//! Table properties: counts, key and seqno bounds, and sizes, stored in their own block.
+//! SSTable properties: counts, key and seqno bounds, and sizes, stored in their own block.
 //!
 //! Encoding (all varints unless noted): `version (1) ++ entries ++ puts ++ deletes ++
 //! deferred_deletes ++ range_deletes ++ smallest_user_key (length-prefixed) ++

@@ -36,7 +36,7 @@ pub enum Fill {
 }
 
 /// An open, validated table.
-pub struct Table {
+pub struct SstReader {
     file: Arc<dyn RandomAccessFile>,
     path: Arc<Path>,
     number: u64,
@@ -49,9 +49,9 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
 }
 
-impl std::fmt::Debug for Table {
+impl std::fmt::Debug for SstReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table")
+        f.debug_struct("SstReader")
             .field("path", &self.path)
             .field("size", &self.size)
             .finish()
@@ -138,9 +138,9 @@ fn validate_index(index: &FenceIndex, path: &Path, footer: &Footer, props: &Prop
     Ok(())
 }
 
-impl Table {
+impl SstReader {
     /// Opens table `number` stored in `file`, validating footer and meta blocks.
-    pub fn open(file: Arc<dyn RandomAccessFile>, number: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
+    pub fn open(file: Arc<dyn RandomAccessFile>, number: u64, cache: Option<Arc<BlockCache>>) -> Result<SstReader> {
         let path: Arc<Path> = Arc::from(file.path());
         let size = file.size();
         let Some(footer_at) = size.checked_sub(FOOTER_LEN as u64) else {
@@ -181,7 +181,7 @@ impl Table {
             legacy_index(Arc::new(block), &path, at, &props, key_budget)?
         };
         validate_index(&index, &path, &footer, &props)?;
-        Ok(Table {
+        Ok(SstReader {
             file,
             path,
             number,
@@ -238,7 +238,7 @@ impl Table {
     }
 
     /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
-    /// value)`. Range tombstones are not applied (see [`Table::range_tombstones`]).
+    /// value)`. Range tombstones are not applied (see [`SstReader::range_tombstones`]).
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
@@ -263,14 +263,14 @@ impl Table {
     }
 
     /// An unpositioned iterator over all point entries.
-    pub fn iter(self: &Arc<Self>) -> TableIter {
+    pub fn iter(self: &Arc<Self>) -> SstIter {
         self.iter_with(Fill::Cache)
     }
 
     /// An unpositioned iterator over all point entries that reads through the block
     /// cache as `fill` says.
-    pub fn iter_with(self: &Arc<Self>, fill: Fill) -> TableIter {
-        TableIter {
+    pub fn iter_with(self: &Arc<Self>, fill: Fill) -> SstIter {
+        SstIter {
             index: self.index.len(),
             table: Arc::clone(self),
             data: None,
@@ -327,14 +327,14 @@ impl Table {
 /// Two-level iterator over a table: the index picks the block, the block iterator the
 /// entry. `index` is a block number (`len()` when past either end); `data` is `None`
 /// when unpositioned or past either end.
-pub struct TableIter {
-    table: Arc<Table>,
+pub struct SstIter {
+    table: Arc<SstReader>,
     index: usize,
     data: Option<(u64, BlockIter)>,
     fill: Fill,
 }
 
-impl TableIter {
+impl SstIter {
     /// Points `data` at the block the index is on (reusing it if already loaded).
     /// Returns false when the index is exhausted.
     fn load_block(&mut self) -> Result<bool> {
@@ -408,7 +408,7 @@ impl TableIter {
     }
 }
 
-impl InternalIterator for TableIter {
+impl InternalIterator for SstIter {
     fn valid(&self) -> bool {
         self.data.as_ref().is_some_and(|(_, it)| it.valid())
     }

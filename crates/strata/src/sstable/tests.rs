@@ -75,15 +75,9 @@ fn tombstones() -> Vec<RangeTombstone> {
     ]
 }
 
-fn write(
-    dir: &Path,
-    number: u64,
-    es: &Entries,
-    ts: &[RangeTombstone],
-    opts: TableOptions,
-) -> (PathBuf, u64, Properties) {
+fn write(dir: &Path, number: u64, es: &Entries, ts: &[RangeTombstone], opts: SstOptions) -> (PathBuf, u64, Properties) {
     let path = dir.join(table_file_name(number));
-    let mut b = TableBuilder::new(RealFs.create(&path).expect("create"), path.clone(), opts);
+    let mut b = SstWriter::new(RealFs.create(&path).expect("create"), path.clone(), opts);
     for (k, v) in es {
         b.add(k, v).expect("add");
     }
@@ -96,11 +90,11 @@ fn write(
     (path, size, props)
 }
 
-fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<Table>> {
-    Ok(Arc::new(Table::open(RealFs.open(path)?, 1, cache)?))
+fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<SstReader>> {
+    Ok(Arc::new(SstReader::open(RealFs.open(path)?, 1, cache)?))
 }
 
-fn scan_fwd(t: &Arc<Table>) -> crate::Result<Entries> {
+fn scan_fwd(t: &Arc<SstReader>) -> crate::Result<Entries> {
     let mut it = t.iter();
     let mut out = Vec::new();
     it.seek_to_first()?;
@@ -118,12 +112,12 @@ fn model_get(es: &Entries, uk: &[u8], snap: SeqNo) -> Option<(SeqNo, ValueKind, 
     })
 }
 
-fn small_blocks(compression: Compression) -> TableOptions {
-    TableOptions {
+fn small_blocks(compression: Compression) -> SstOptions {
+    SstOptions {
         block_size: 512,
         compression,
         created_at: 42,
-        ..TableOptions::default()
+        ..SstOptions::default()
     }
 }
 
@@ -201,10 +195,10 @@ fn fence_keys_are_short_and_lookups_between_them_find_nothing() {
         .map(|k| (internal_key(k, 5, ValueKind::Put), b"v".to_vec()))
         .collect();
     // One entry per block, and no filter to answer the lookups before the index does.
-    let opts = TableOptions {
+    let opts = SstOptions {
         block_size: 1,
         bloom_fpr: 0.0,
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
     let t = open(&path, None).expect("open");
@@ -239,10 +233,10 @@ fn gets_find_the_versions_of_a_key_split_across_blocks() {
         (internal_key(b"c", 250, ValueKind::Put), b"c250".to_vec()),
         (internal_key(b"c", 20, ValueKind::Delete), Vec::new()),
     ];
-    let opts = TableOptions {
+    let opts = SstOptions {
         block_size: 1,
         bloom_fpr: 0.0,
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let (path, _, props) = write(dir.path(), 1, &es, &[], opts);
     assert_eq!(props.data_blocks, 4);
@@ -372,10 +366,10 @@ fn an_index_of_fences_longer_than_the_tables_keys_is_corruption() {
 fn builder_rejects_bad_keys_without_panicking() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("x.sst");
-    let mut b = TableBuilder::new(
+    let mut b = SstWriter::new(
         RealFs.create(&path).expect("create"),
         path.clone(),
-        TableOptions::default(),
+        SstOptions::default(),
     );
     assert!(b.is_empty());
     b.add(&internal_key(b"m", 5, ValueKind::Put), b"v").expect("first");
@@ -398,7 +392,7 @@ fn builder_rejects_bad_keys_without_panicking() {
 #[test]
 fn empty_and_tombstone_only_tables() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, _, props) = write(dir.path(), 1, &vec![], &[], TableOptions::default());
+    let (path, _, props) = write(dir.path(), 1, &vec![], &[], SstOptions::default());
     assert!(props.is_empty());
     assert_eq!(props.oldest_tombstone_time, None, "no tombstone, no time");
     let t = open(&path, None).expect("open empty");
@@ -413,7 +407,7 @@ fn empty_and_tombstone_only_tables() {
         end: b"f".to_vec(),
         seq: 9,
     }];
-    let (path, _, props) = write(dir.path(), 2, &vec![], &ts, TableOptions::default());
+    let (path, _, props) = write(dir.path(), 2, &vec![], &ts, SstOptions::default());
     assert_eq!((props.min_seq, props.max_seq, props.range_deletes), (9, 9, 1));
     assert_eq!(
         (props.smallest_user_key.as_slice(), props.largest_user_key.as_slice()),
@@ -498,7 +492,7 @@ proptest! {
     fn every_single_byte_flip_is_detected(at in any::<prop::sample::Index>(), x in 1u8..) {
         let dir = tempfile::tempdir().expect("tempdir");
         let es = model(60, 3);
-        let (path, _, _) = write(dir.path(), 1, &es, &tombstones(), TableOptions { block_size: 128, ..small_blocks(Compression::Lz4) });
+        let (path, _, _) = write(dir.path(), 1, &es, &tombstones(), SstOptions { block_size: 128, ..small_blocks(Compression::Lz4) });
         let mut bytes = std::fs::read(&path).expect("read");
         let i = at.index(bytes.len());
         bytes[i] ^= x;
@@ -524,7 +518,7 @@ proptest! {
         }
         let dir = tempfile::tempdir().expect("tempdir");
         // Without a filter, absent keys reach the index and the blocks.
-        let opts = TableOptions { block_size, bloom_fpr: 0.0, ..TableOptions::default() };
+        let opts = SstOptions { block_size, bloom_fpr: 0.0, ..SstOptions::default() };
         let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
         let t = open(&path, None).expect("open");
         let mut it = t.iter();
@@ -550,7 +544,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let es = model(n, seed);
-        let opts = TableOptions { block_size, restart_interval, ..TableOptions::default() };
+        let opts = SstOptions { block_size, restart_interval, ..SstOptions::default() };
         let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
         let t = open(&path, Some(Arc::new(BlockCache::new(64 << 10)))).expect("open");
         let mut it = t.iter();

@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cache::TableCache;
+use crate::cache::SstCache;
 pub use edit::{FileMeta, NewFile, VersionEdit};
 pub use obsolete::ObsoleteFiles;
 
@@ -59,7 +59,7 @@ pub struct TableFile {
     obsolete: AtomicBool,
     path: PathBuf,
     retired: Arc<ObsoleteFiles>,
-    table_cache: Arc<TableCache>,
+    table_cache: Arc<SstCache>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -196,7 +196,7 @@ pub(crate) struct FileContext {
     pub dir: PathBuf,
     pub fs: Arc<dyn crate::fs::FileSystem>,
     pub retired: Arc<ObsoleteFiles>,
-    pub table_cache: Arc<TableCache>,
+    pub table_cache: Arc<SstCache>,
 }
 
 impl Version {
@@ -361,7 +361,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             fs: fs.clone(),
             retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-            table_cache: Arc::new(TableCache::new(fs, dir.path().to_path_buf(), 4, None)),
+            table_cache: Arc::new(SstCache::new(fs, dir.path().to_path_buf(), 4, None)),
         };
         let path = dir.path().join(crate::sstable::table_file_name(7));
         std::fs::write(&path, b"table").unwrap();

@@ -1,6 +1,6 @@
 //! Unit tests of the picker: each trigger and shape on small hand-made trees.
 use super::*;
-use crate::cache::TableCache;
+use crate::cache::SstCache;
 use crate::fs::{FileSystem, RealFs};
 use crate::version::{FileContext, FileMeta, NewFile, ObsoleteFiles, VersionEdit};
 
@@ -14,7 +14,7 @@ fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
         dir: dir.path().to_path_buf(),
         fs: fs.clone(),
         retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-        table_cache: Arc::new(TableCache::new(fs, dir.path().to_path_buf(), 4, None)),
+        table_cache: Arc::new(SstCache::new(fs, dir.path().to_path_buf(), 4, None)),
     };
     let edit = VersionEdit {
         new_keyspaces: vec![(0, "default".into())],
