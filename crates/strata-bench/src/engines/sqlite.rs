@@ -338,14 +338,7 @@ impl SqliteSession {
 
 impl Session<LinkBench> for SqliteSession {
     fn run(&mut self, request: Request<'_>) -> BenchResult<OpResult> {
-        let rows = match request {
-            Request::Load { nodes, links, counts } => {
-                self.load(nodes, links, counts)?;
-                0
-            }
-            Request::Op(op) => self.exec(op)?,
-        };
-        Ok(OpResult { rows })
+        request.dispatch(self, Self::load, Self::exec)
     }
 }
 

@@ -444,14 +444,7 @@ impl LinkSession {
 
 impl Session<LinkBench> for LinkSession {
     fn run(&mut self, request: Request<'_>) -> BenchResult<OpResult> {
-        let rows = match request {
-            Request::Load { nodes, links, counts } => {
-                self.load(nodes, links, counts)?;
-                0
-            }
-            Request::Op(op) => self.exec(op)?,
-        };
-        Ok(OpResult { rows })
+        request.dispatch(self, Self::load, Self::exec)
     }
 }
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::model::{Count, Link, Node};
 use super::workload::Op;
+use crate::BenchResult;
 use crate::engines::TableBench;
 
 /// `linkbench` as a table benchmark: clients load rows and execute requests; engines
@@ -30,6 +31,29 @@ pub enum Request<'a> {
     },
     /// Executes one request as one transaction (or as few as the engine allows).
     Op(&'a Op),
+}
+
+/// An engine session's load: nodes, links and counts.
+pub type LoadFn<S> = fn(&mut S, &[Node], &[Link], &[Count]) -> BenchResult<()>;
+
+impl Request<'_> {
+    /// Runs the request on session `s` of an engine: `load` for [`Request::Load`] (0
+    /// rows), `exec` (rows read or written) for [`Request::Op`].
+    pub fn dispatch<S>(
+        self,
+        s: &mut S,
+        load: LoadFn<S>,
+        exec: fn(&mut S, &Op) -> BenchResult<u64>,
+    ) -> BenchResult<OpResult> {
+        let rows = match self {
+            Request::Load { nodes, links, counts } => {
+                load(s, nodes, links, counts)?;
+                0
+            }
+            Request::Op(op) => exec(s, op)?,
+        };
+        Ok(OpResult { rows })
+    }
 }
 
 /// Strata settings the user may change (`Options` fields; printed in the notes).
