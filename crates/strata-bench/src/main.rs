@@ -4,12 +4,12 @@
 mod churn;
 mod crash;
 mod differential;
+mod engines;
 mod kv;
 mod lethe;
 mod linkbench;
 mod load;
 mod micro;
-mod peers;
 mod plot;
 mod report;
 mod tiering;

@@ -8,6 +8,8 @@ mod table_common;
 
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::Table;
 use strata::table::schema::Schema;
 use strata::{Db, Options};
@@ -185,7 +187,7 @@ fn purged_versions_compacted_again_keep_the_tree_consistent() {
     let dir = table_common::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = table(&db);
-    let mut rng = table_common::Lcg(7);
+    let mut rng = StdRng::seed_from_u64(7);
     let rows = 5000;
     let mut tx = t.transaction();
     for id in 0..rows {
@@ -196,16 +198,16 @@ fn purged_versions_compacted_again_keep_the_tree_consistent() {
     for round in 0..150u64 {
         // Reads keep purging on; writes replace and delete rows whose versions are on
         // disk by now, so the purge thread has work and compactions drop them again.
-        let a = rng.below(rows);
+        let a = rng.gen_range(0..rows);
         collect(t.select("by_a").eq(vec![u(a)])).expect("select");
         let mut tx = t.transaction();
         for _ in 0..100 {
-            let id = rng.below(rows);
-            if rng.below(4) == 0 {
+            let id = rng.gen_range(0..rows);
+            if rng.gen_range(0..4) == 0 {
                 tx.delete(vec![u(id)]);
                 model[id as usize] = None;
             } else {
-                let a = 10_000 + round * 10_000 + rng.below(10_000);
+                let a = 10_000 + round * 10_000 + rng.gen_range(0..10_000);
                 tx.replace(vec![u(id), u(a), u(round)]);
                 model[id as usize] = Some(a);
             }

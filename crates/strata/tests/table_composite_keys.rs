@@ -7,12 +7,14 @@ mod table_common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{Lcg, check_ok, cmp_on, collect, i, rows_eq, s, small_options, sort_like_index};
+use table_common::{check_ok, cmp_on, collect, i, rows_eq, s, small_options, sort_like_index};
 
 /// (index, field positions)
 const INDEXES: [(&str, &[usize]); 4] = [
@@ -36,19 +38,26 @@ fn create(db: &Db, mode: &str) -> Table {
 const K1: [&str; 6] = ["", "a", "a\0", "a\0b", "ab", "\u{10ffff}"];
 const N: [&[u8]; 5] = [b"", b"\0", b"\0\xff", b"\xff", b"\x01\x00"];
 
-fn key(g: &mut Lcg) -> (Value, Value) {
-    (s(K1[g.below(K1.len() as u64) as usize]), i(g.below(7) as i64 - 3))
+fn key(g: &mut StdRng) -> (Value, Value) {
+    (
+        s(K1[g.gen_range(0..K1.len() as u64) as usize]),
+        i(g.gen_range(0..7) as i64 - 3),
+    )
 }
 
-fn row(g: &mut Lcg, v: u64) -> Row {
+fn row(g: &mut StdRng, v: u64) -> Row {
     let (k1, k2) = key(g);
-    let n = if g.below(4) == 0 {
+    let n = if g.gen_range(0..4) == 0 {
         Value::Null
     } else {
-        Value::from(N[g.below(N.len() as u64) as usize])
+        Value::from(N[g.gen_range(0..N.len() as u64) as usize])
     };
     // Tags are unique per write except now and then, to hit the unique index.
-    let tag = if g.below(8) == 0 { s("dup") } else { s(&format!("t{v}")) };
+    let tag = if g.gen_range(0..8) == 0 {
+        s("dup")
+    } else {
+        s(&format!("t{v}"))
+    };
     vec![k1, k2, n, tag, Value::U64(v)]
 }
 
@@ -112,11 +121,11 @@ fn composite_keys_match_the_model() {
         let dir = table_common::tempdir();
         let mut db = Db::open(dir.path(), small_options()).expect("open");
         let mut t = create(&db, mode);
-        let mut g = Lcg(3);
+        let mut g = StdRng::seed_from_u64(3);
         let mut m = Model::new();
         let mut conflicts = 0;
         for step in 0..4000u64 {
-            match g.below(6) {
+            match g.gen_range(0..6) {
                 0 => {
                     let (k1, k2) = key(&mut g);
                     t.delete(&[k1.clone(), k2.clone()]).expect("delete");

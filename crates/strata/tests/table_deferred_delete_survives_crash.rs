@@ -23,14 +23,15 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use open::open_when_unlocked;
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Options, SyncPolicy};
-use table_common::{Lcg, collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
+use table_common::{collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
 
 const CHILD_DIR_ENV: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
 /// The row that records the last transaction id (in the same transaction).
@@ -66,18 +67,18 @@ enum Stmt {
 
 /// The statements of transaction `n` (a pure function of `n`).
 fn txn(n: u64) -> Vec<Stmt> {
-    let mut g = Lcg(n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
+    let mut g = StdRng::seed_from_u64(n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
     let mut out = Vec::new();
-    for _ in 0..3 + g.below(4) {
-        let id = g.below(300);
-        if g.below(4) == 0 {
+    for _ in 0..3 + g.gen_range(0..4) {
+        let id = g.gen_range(0..300);
+        if g.gen_range(0..4) == 0 {
             out.push(Stmt::Delete(id));
         } else {
-            let pad = vec![(n % 251) as u8; 100 + g.below(200) as usize];
+            let pad = vec![(n % 251) as u8; 100 + g.gen_range(0..200) as usize];
             out.push(Stmt::Replace(vec![
                 u(id),
-                u(g.below(10)),
-                u(g.below(25)),
+                u(g.gen_range(0..10)),
+                u(g.gen_range(0..25)),
                 Value::Bytes(pad),
             ]));
         }

@@ -7,11 +7,13 @@ mod table_common;
 
 use std::collections::BTreeMap;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Snapshot};
-use table_common::{Lcg, check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
+use table_common::{check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 2] = [("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -142,14 +144,14 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
             let dir = table_common::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, mode);
-            let mut g = Lcg(seed);
+            let mut g = StdRng::seed_from_u64(seed);
             let mut model: BTreeMap<u64, Row> = BTreeMap::new();
             let mut snaps: Vec<(Snapshot, BTreeMap<u64, Row>)> = Vec::new();
             for step in 0..3000u64 {
-                let id = g.below(400);
-                match g.below(10) {
+                let id = g.gen_range(0..400);
+                match g.gen_range(0..10) {
                     0..=3 => {
-                        let r = row(id, g.below(8), g.below(4));
+                        let r = row(id, g.gen_range(0..8), g.gen_range(0..4));
                         t.replace(r.clone()).expect("replace");
                         model.insert(id, r);
                     }
@@ -158,13 +160,13 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
                         model.remove(&id);
                     }
                     7 => {
-                        let r = row(id, g.below(8), g.below(4));
+                        let r = row(id, g.gen_range(0..8), g.gen_range(0..4));
                         let res = t.insert(r.clone());
                         assert_eq!(res.is_ok(), !model.contains_key(&id), "{ctx}: insert {id}");
                         model.entry(id).or_insert(r);
                     }
                     _ => {
-                        let a = g.below(8);
+                        let a = g.gen_range(0..8);
                         let found = t.update(&[u(id)], &[("a", u(a))]).expect("update");
                         assert_eq!(found, model.contains_key(&id), "{ctx}: update {id}");
                         if let Some(r) = model.get_mut(&id) {
@@ -176,10 +178,10 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
                     snaps.push((db.snapshot(), model.clone()));
                 }
                 if step % 400 == 399 && !snaps.is_empty() {
-                    let (s, m) = snaps.remove(g.below(snaps.len() as u64) as usize);
+                    let (s, m) = snaps.remove(g.gen_range(0..snaps.len() as u64) as usize);
                     verify(&t, &m, Some(&s), &format!("{ctx}, step {step}, before release"));
                     drop(s);
-                    if g.below(2) == 0 {
+                    if g.gen_range(0..2) == 0 {
                         db.compact_range().expect("compact");
                     }
                     for (s, m) in &snaps {

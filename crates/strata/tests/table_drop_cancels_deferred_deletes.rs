@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
 use table_common::{
-    Lcg, all_rows, check_ok, collect, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
+    all_rows, check_ok, collect, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
 };
 
 fn create(db: &Db, name: &str) -> Table {
@@ -29,12 +31,12 @@ fn create(db: &Db, name: &str) -> Table {
     .expect("create table")
 }
 
-fn row(id: u64, g: &mut Lcg) -> Row {
+fn row(id: u64, g: &mut StdRng) -> Row {
     vec![
         u(id),
-        u(g.below(50)),
-        u(g.below(20)),
-        u(g.below(100)),
+        u(g.gen_range(0..50)),
+        u(g.gen_range(0..20)),
+        u(g.gen_range(0..100)),
         Value::Bytes(vec![b'r'; 100]),
     ]
 }
@@ -42,11 +44,11 @@ fn row(id: u64, g: &mut Lcg) -> Row {
 /// Rewrites and deletes rows until `stop`; returns its model of the table, or `None`
 /// when the table was dropped under it (every later statement must fail with NotFound).
 fn writer(t: &Table, seed: u64, stop: &AtomicBool, ops: &AtomicU64) -> Option<BTreeMap<u64, Row>> {
-    let mut g = Lcg(seed);
+    let mut g = StdRng::seed_from_u64(seed);
     let mut model = BTreeMap::new();
     while !stop.load(Ordering::Relaxed) {
-        let id = g.below(600);
-        let r = if g.below(4) == 0 {
+        let id = g.gen_range(0..600);
+        let r = if g.gen_range(0..4) == 0 {
             model.remove(&id);
             t.delete(&[u(id)])
         } else {
@@ -166,7 +168,7 @@ fn dropping_indexes_under_running_compactions() {
     check_ok(&db, false);
     assert_no_stray_files(&db, "after the drops");
     // The database goes on working: more rewrites, a full compaction, a reopen.
-    let mut g = Lcg(9);
+    let mut g = StdRng::seed_from_u64(9);
     let mut mt = mt;
     for id in 0..300 {
         let r = row(id, &mut g);
@@ -222,7 +224,7 @@ fn dropping_a_table_under_running_compactions() {
     // not even through deferred deletes still flowing.
     let reborn = create(&db, "doomed");
     assert_eq!(reborn.count().expect("count"), 0);
-    let mut g = Lcg(5);
+    let mut g = StdRng::seed_from_u64(5);
     let mut mr = BTreeMap::new();
     for id in 0..200 {
         let r = row(id, &mut g);

@@ -9,11 +9,13 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{Lcg, all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
+use table_common::{all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str) -> Table {
     db.create_table(
@@ -25,27 +27,34 @@ fn create(db: &Db, mode: &str) -> Table {
     .expect("create table")
 }
 
-fn row(id: u64, g: &mut Lcg) -> Row {
-    let c = if g.below(5) == 0 { Value::Null } else { u(g.below(40)) };
+fn row(id: u64, g: &mut StdRng) -> Row {
+    let c = if g.gen_range(0..5) == 0 {
+        Value::Null
+    } else {
+        u(g.gen_range(0..40))
+    };
     vec![
         u(id),
-        u(g.below(30)),
-        Value::I64(g.below(20) as i64 - 10),
+        u(g.gen_range(0..30)),
+        Value::I64(g.gen_range(0..20) as i64 - 10),
         c,
         Value::Bytes(vec![3; 80]),
     ]
 }
 
 fn writer(t: &Table, seed: u64, stop: &AtomicBool, ops: &AtomicU64) {
-    let mut g = Lcg(seed);
+    let mut g = StdRng::seed_from_u64(seed);
     while !stop.load(Ordering::Relaxed) {
-        let id = g.below(3000);
-        let r = match g.below(8) {
+        let id = g.gen_range(0..3000);
+        let r = match g.gen_range(0..8) {
             0 | 1 => t.delete(&[u(id)]),
             2 => t
                 .update(
                     &[u(id)],
-                    &[("c", u(g.below(40))), ("b", Value::I64(g.below(20) as i64 - 10))],
+                    &[
+                        ("c", u(g.gen_range(0..40))),
+                        ("b", Value::I64(g.gen_range(0..20) as i64 - 10)),
+                    ],
                 )
                 .map(|_| ()),
             3 => match t.insert(row(id, &mut g)) {
@@ -111,7 +120,7 @@ fn build_under_writers(mode: &str) {
     let dir = table_common::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, mode);
-    let mut g = Lcg(11);
+    let mut g = StdRng::seed_from_u64(11);
     let mut tx = t.transaction();
     for id in 0..3000 {
         tx.replace(row(id, &mut g));
@@ -182,7 +191,7 @@ fn new_index_is_maintained_after_the_build() {
         let dir = table_common::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
-        let mut g = Lcg(5);
+        let mut g = StdRng::seed_from_u64(5);
         for id in 0..500 {
             t.replace(row(id, &mut g)).expect("replace");
         }
@@ -364,7 +373,7 @@ fn dropping_the_table_during_an_index_build_leaves_no_files() {
             .create_table(Schema::parse("table keep (id u64, a u64) primary key (id) index by_a (a)").expect("schema"))
             .expect("table");
         keep.replace(vec![u(1), u(1)]).expect("replace");
-        let mut g = Lcg(1);
+        let mut g = StdRng::seed_from_u64(1);
         let mut tx = t.transaction();
         for id in 0..40_000 {
             tx.replace(row(id, &mut g));

@@ -17,13 +17,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Error, Snapshot};
-use table_common::{Lcg, collect, row_eq, small_options, sort_like_index};
+use table_common::{collect, row_eq, small_options, sort_like_index};
 
 const PKS: u64 = 40;
 const FIELDS: [&str; 7] = ["id", "a", "b", "c", "d", "e", "f"];
@@ -236,20 +238,20 @@ fn full_stmt(s: &Stmt) -> Stmt {
 }
 
 fn bulk_rows(start: u64, n: u64, seed: u64) -> Vec<Row> {
-    let mut g = Lcg(seed);
+    let mut g = StdRng::seed_from_u64(seed);
     (0..n)
         .map(|j| {
             vec![
                 Value::U64((start + j) % PKS),
-                Value::U64(g.below(6)),
+                Value::U64(g.gen_range(0..6)),
                 Value::Null,
-                Value::I64(g.below(6) as i64 - 3),
-                Value::F64(FLOATS[g.below(FLOATS.len() as u64) as usize]),
-                Value::Bool(g.below(2) == 1),
-                if g.below(4) == 0 {
+                Value::I64(g.gen_range(0..6) as i64 - 3),
+                Value::F64(FLOATS[g.gen_range(0..FLOATS.len() as u64) as usize]),
+                Value::Bool(g.gen_range(0..2) == 1),
+                if g.gen_range(0..4) == 0 {
                     Value::Null
                 } else {
-                    Value::from(BYTES[g.below(BYTES.len() as u64) as usize])
+                    Value::from(BYTES[g.gen_range(0..BYTES.len() as u64) as usize])
                 },
             ]
         })

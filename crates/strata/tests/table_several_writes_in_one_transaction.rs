@@ -7,11 +7,13 @@ mod table_common;
 
 use std::collections::BTreeMap;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{Lcg, all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
+use table_common::{all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str, unique: bool) -> Table {
     let uq = if unique { "unique" } else { "" };
@@ -31,15 +33,15 @@ fn row(id: u64, a: u64, c: i64) -> Row {
 }
 
 /// One transaction of many writes per key; returns the keys' final rows.
-fn churn(t: &Table, g: &mut Lcg, pks: std::ops::Range<u64>, model: &mut BTreeMap<u64, Row>) {
+fn churn(t: &Table, g: &mut StdRng, pks: std::ops::Range<u64>, model: &mut BTreeMap<u64, Row>) {
     let mut tx = t.transaction();
     let mut next = model.clone();
     for id in pks {
-        let steps = 2 + g.below(5);
+        let steps = 2 + g.gen_range(0..5u64);
         for step in 0..steps {
-            let a = g.below(6);
-            let c = g.below(4) as i64 - 2;
-            match g.below(7) {
+            let a = g.gen_range(0..6);
+            let c = g.gen_range(0..4) as i64 - 2;
+            match g.gen_range(0..7) {
                 0 => {
                     tx.delete(vec![u(id)]);
                     next.remove(&id);
@@ -90,7 +92,7 @@ fn run(mode: &str, unique: bool) {
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, mode, unique);
     let mut model = BTreeMap::new();
-    let mut g = Lcg(0x4248 + u64::from(unique));
+    let mut g = StdRng::seed_from_u64(0x4248 + u64::from(unique));
     for round in 0..40u64 {
         let start = (round * 37) % 300;
         churn(&t, &mut g, start..start + 60, &mut model);

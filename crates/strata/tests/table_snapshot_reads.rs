@@ -9,12 +9,14 @@ mod table_common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Snapshot};
-use table_common::{Lcg, check_ok, collect, deepest_level, rows_eq, s, small_options, sort_like_index, u};
+use table_common::{check_ok, collect, deepest_level, rows_eq, s, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 3] = [(PRIMARY, &[0]), ("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -91,17 +93,17 @@ fn verify(t: &Table, m: &Model, snap: Option<&Snapshot>, ctx: &str) {
     }
 }
 
-fn churn(t: &Table, g: &mut Lcg, m: &mut Model, n: usize, v: &mut u64) {
+fn churn(t: &Table, g: &mut StdRng, m: &mut Model, n: usize, v: &mut u64) {
     for _ in 0..n {
-        let id = g.below(160);
+        let id = g.gen_range(0..160);
         *v += 1;
-        match g.below(6) {
+        match g.gen_range(0..6) {
             0 => {
                 t.delete(&[u(id)]).expect("delete");
                 m.remove(&id);
             }
             1 => {
-                let a = g.below(8);
+                let a = g.gen_range(0..8);
                 let found = t.update(&[u(id)], &[("a", u(a)), ("v", u(*v))]).expect("update");
                 assert_eq!(found, m.contains_key(&id));
                 if let Some(r) = m.get_mut(&id) {
@@ -110,7 +112,7 @@ fn churn(t: &Table, g: &mut Lcg, m: &mut Model, n: usize, v: &mut u64) {
                 }
             }
             _ => {
-                let r = row(id, g.below(8), g.below(3), *v);
+                let r = row(id, g.gen_range(0..8), g.gen_range(0..3), *v);
                 t.replace(r.clone()).expect("replace");
                 m.insert(id, r);
             }
@@ -124,7 +126,7 @@ fn selects_at_snapshots_survive_later_writes_and_compactions() {
         let dir = table_common::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
-        let mut g = Lcg(99);
+        let mut g = StdRng::seed_from_u64(99);
         let mut m = Model::new();
         let mut v = 0;
         let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
@@ -240,12 +242,12 @@ fn concurrent_readers_always_see_whole_transactions() {
             for w in 0..WRITERS {
                 let (t, stop, moves) = (&t, &stop, &moves);
                 sc.spawn(move || {
-                    let mut g = Lcg(w + 1);
+                    let mut g = StdRng::seed_from_u64(w + 1);
                     let mut holders: Vec<u64> = (0..TOKENS).collect();
                     let mut v = 0;
                     while !stop.load(Ordering::Relaxed) {
-                        let i = g.below(TOKENS) as usize;
-                        let to = g.below(ROWS);
+                        let i = g.gen_range(0..TOKENS) as usize;
+                        let to = g.gen_range(0..ROWS);
                         if holders.contains(&to) {
                             continue;
                         }

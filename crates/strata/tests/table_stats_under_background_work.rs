@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use strata::Db;
 use strata::table::schema::Schema;
 use strata::table::value::Value;
-use table_common::{Lcg, small_options, u};
+use table_common::{small_options, u};
 
 #[test]
 fn stats_and_snapshots_never_deadlock_with_background_work() {
@@ -30,10 +32,10 @@ fn stats_and_snapshots_never_deadlock_with_background_work() {
         std::thread::scope(|sc| {
             let _stop_writers = table_common::StopOnDrop(&stop);
             sc.spawn(|| {
-                let mut g = Lcg(7);
+                let mut g = StdRng::seed_from_u64(7);
                 while !stop.load(Ordering::Relaxed) {
-                    let id = g.below(2000);
-                    t.replace(vec![u(id), u(g.below(30)), Value::Bytes(vec![1; 200])])
+                    let id = g.gen_range(0..2000);
+                    t.replace(vec![u(id), u(g.gen_range(0..30)), Value::Bytes(vec![1; 200])])
                         .expect("replace");
                     if id.is_multiple_of(7) {
                         t.delete(&[u(id / 2)]).expect("delete");

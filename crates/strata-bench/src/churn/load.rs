@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use super::live::LiveKeys;
 use super::side::Side;
 use crate::BenchResult;
+use crate::engines::strata::commit;
 use crate::micro::harness::PRELOAD_BATCH;
-use crate::micro::strata_engine::commit;
 use crate::micro::workload::{Stmt, Workload};
 use crate::report::count_bar;
 
@@ -33,7 +33,7 @@ pub fn preload(sides: &mut [Side], workload: &Workload) -> BenchResult<f64> {
                 while it.peek().is_some() {
                     batch.clear();
                     batch.extend(it.by_ref().take(PRELOAD_BATCH).map(Stmt::Replace));
-                    if let Err(e) = commit(&side.table, &batch) {
+                    if let Err(e) = commit(side.table(), &batch) {
                         if let Ok(mut v) = errors.lock() {
                             v.push(format!("{}: preload: {e}", side.mode));
                         }
@@ -111,7 +111,7 @@ pub fn churn(sides: &[Side], workload: &Workload, shape: ChurnShape, live: &Live
                     }));
                     for j in 0..sides.len() {
                         let side = &sides[(i + j) % sides.len()];
-                        if let Err(e) = commit(&side.table, &out) {
+                        if let Err(e) = commit(side.table(), &out) {
                             if let Ok(mut v) = errors.lock() {
                                 v.push(format!("{}: churn: {e}", side.mode));
                             }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::BenchResult;
-use crate::micro::strata_engine::StrataSettings;
+use crate::engines::strata::MicroSettings;
 use crate::micro::workload::Workload;
 use crate::report::thousands;
 use live::LiveKeys;
@@ -135,7 +135,7 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
         persistence_secs: (threshold > 0.0).then_some(threshold),
         density_trigger: (a.density_trigger > 0.0).then_some(a.density_trigger),
     };
-    let settings = StrataSettings {
+    let settings = MicroSettings {
         cache_bytes: a.cache_size,
         direct_reads: a.direct_reads,
     };
@@ -243,7 +243,7 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     let mut series = timed::run(&mut sides, &spec, &live)?.into_iter();
     let (es, ds) = (series.next().unwrap_or_default(), series.next().unwrap_or_default());
     for side in &sides {
-        if let Some(e) = side.db.stats().background_error {
+        if let Some(e) = side.tables.db().stats().background_error {
             return Err(format!("{}: background error: {e}", side.mode).into());
         }
     }

@@ -4,12 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use strata::Options;
 use strata::table::Table;
-use strata::table::schema::Schema;
-use strata::{Db, Options};
 
 use crate::BenchResult;
-use crate::micro::strata_engine::{StrataSettings, paper_options, schema_text};
+use crate::engines::strata::{MicroSettings, StrataTables, paper_options};
 
 /// Index the selects go through (on `f2`).
 pub const SELECT_INDEX: &str = "i2";
@@ -24,7 +23,7 @@ pub struct DeleteSettings {
 }
 
 /// The engine options of a mode: the micro paper settings, plus `deletes` if given.
-pub fn options(settings: StrataSettings, deletes: Option<DeleteSettings>) -> Options {
+pub fn options(settings: MicroSettings, deletes: Option<DeleteSettings>) -> Options {
     let mut o = paper_options(settings);
     if let Some(d) = deletes {
         o.delete_persistence_threshold = d.persistence_secs.map(Duration::from_secs_f64);
@@ -38,10 +37,8 @@ pub struct Side {
     /// The side's name in reports: its mode (`eager`, `deferred`), or `eager-2` /
     /// `deferred-2` for the second side of an A/A control.
     pub mode: &'static str,
-    /// The database.
-    pub db: Db,
-    /// Table `test`.
-    pub table: Table,
+    /// The database with table `test`.
+    pub tables: StrataTables,
     /// Bytes per entry of each secondary index right after the preload (which left no
     /// garbage: one entry per row), summed over the indexes: the size a clean index
     /// takes per live row.
@@ -87,12 +84,9 @@ pub struct Shape {
 impl Side {
     /// Creates a fresh database in `dir` with the micro table in `mode`, named `label`.
     pub fn open(dir: &Path, label: &'static str, mode: &str, opts: Options) -> BenchResult<Side> {
-        let db = Db::open(dir, opts)?;
-        let table = db.create_table(Schema::parse(&schema_text(mode))?)?;
         Ok(Side {
             mode: label,
-            db,
-            table,
+            tables: StrataTables::open_micro(dir, mode, opts)?,
             clean_bytes_per_row: 0.0,
             base: Counters::default(),
         })
@@ -100,21 +94,25 @@ impl Side {
 
     /// After the preload: flush, wait for compactions, and measure the clean index size.
     pub fn settle(&mut self, rows: u64) -> BenchResult<()> {
-        self.db.flush()?;
-        self.db.wait_for_background()?;
-        let t = self.table.stats()?;
+        self.tables.settle()?;
+        let t = self.table().stats()?;
         let bytes: u64 = t.indexes.iter().map(|i| i.bytes).sum();
         self.clean_bytes_per_row = bytes as f64 / rows.max(1) as f64;
         Ok(())
     }
 
+    /// Table `test`.
+    pub fn table(&self) -> &Table {
+        self.tables.table(0)
+    }
+
     /// Counters and shape now.
     pub fn read(&self) -> BenchResult<(Counters, Shape)> {
-        if let Some(e) = self.db.stats().background_error {
+        if let Some(e) = self.tables.db().stats().background_error {
             return Err(format!("{}: background error: {e}", self.mode).into());
         }
-        let t = self.table.stats()?;
-        let s = self.db.stats();
+        let t = self.table().stats()?;
+        let s = self.tables.db().stats();
         let ix = t.indexes.iter().find(|i| i.name == SELECT_INDEX);
         let c = Counters {
             reads: ix.map_or(0, |i| i.reads),

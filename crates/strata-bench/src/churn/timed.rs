@@ -15,7 +15,7 @@ use strata::table::value::Value;
 use super::live::LiveKeys;
 use super::side::{Counters, SELECT_INDEX, Side};
 use crate::BenchResult;
-use crate::micro::strata_engine::commit;
+use crate::engines::strata::commit;
 use crate::micro::workload::Stmt;
 use crate::report::StopOnError;
 use crate::report::seconds_bar;
@@ -177,9 +177,9 @@ fn select_loop(sides: &[Side], spec: &TimedSpec, shared: &Shared, thread: usize)
             let s = (i as usize + thread + j) % sides.len();
             let t = Instant::now();
             if is_range {
-                range(&sides[s].table, arg, width)?;
+                range(sides[s].table(), arg, width)?;
             } else {
-                equality(&sides[s].table, arg, spec.eq_limit)?;
+                equality(sides[s].table(), arg, spec.eq_limit)?;
             }
             let ns = t.elapsed().as_nanos().max(1) as u64;
             let mut h = shared.hists[s][usize::from(is_range)]
@@ -223,7 +223,7 @@ fn write_loop(sides: &[Side], spec: &TimedSpec, shared: &Shared, live: &LiveKeys
             });
         }
         for j in 0..sides.len() {
-            commit(&sides[(k as usize + j) % sides.len()].table, &batch)?;
+            commit(sides[(k as usize + j) % sides.len()].table(), &batch)?;
         }
         live.apply(&batch);
     }

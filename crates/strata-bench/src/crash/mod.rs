@@ -204,7 +204,7 @@ fn kill_one(
         .spawn()
         .map_err(|e| format!("starting the child {}: {e}", exe.display()))?;
     let stdout = child.stdout.take().ok_or("child stdout")?;
-    let (rx, reader) = crate::peers::line_reader(stdout);
+    let (rx, reader) = crate::engines::line_reader(stdout);
     // Every fifth cycle kills the child while it recovers; odd cycles wait for a
     // flush or compaction to be running; the rest kill at a random moment.
     let mut state = Watch::default();

@@ -2,9 +2,9 @@
 //! readrandom, seekrandom, deleterandom, readwhilewriting, fillsync) on Strata and, with
 //! the `rocksdb` feature, on RocksDB through the same generator in the same run.
 //!
-//! Layout: [`args`] (flags), [`workload`] (keys, values, random streams), [`engine`]
-//! (the trait and opening by name), [`strata_engine`], `rocksdb_engine`, [`report`]
-//! (db_bench lines, the comparison table, JSON). This file runs the phases.
+//! Layout: [`args`] (flags), [`workload`] (keys, values, random streams), [`report`]
+//! (db_bench lines, the comparison table, JSON); the engines, their trait and opening by
+//! name are in [`crate::engines`]. This file runs the phases.
 //!
 //! Per phase: wall time of the operations alone (db_bench's micros/op, ops/sec, MB/s);
 //! then, for writing phases, the memtable is flushed and background compaction waited
@@ -17,32 +17,26 @@
 
 mod args;
 mod dd;
-mod engine;
 mod report;
-#[cfg(feature = "rocksdb")]
-mod rocksdb_engine;
-mod strata_engine;
 mod workload;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-pub use args::KvArgs;
-use args::KvConfig;
-use engine::{KvEngine, WriteOp};
+pub use args::{KvArgs, KvConfig};
 use indicatif::ProgressBar;
 use report::PhaseResult;
-pub use strata_engine::bloom_fpr;
 use workload::{LiveKeys, Workload};
 pub use workload::{Rng, Values, make_key};
 
 use crate::BenchResult;
+use crate::engines::{self, KvEngine, WriteOp};
 
 /// Runs `strata-bench kv`.
 pub fn run(a: &KvArgs) -> BenchResult<()> {
     let cfg = a.config()?;
-    engine::check_engines(&a.engine)?;
+    engines::check_kv_engines(&a.engine)?;
     let workloads = Workload::parse_list(&a.benchmarks, &cfg.sync_threads)?;
     let tmp = match &a.db {
         Some(d) => {
@@ -151,7 +145,7 @@ fn run_engine(ctx: &Ctx<'_>, workloads: &[Workload]) -> BenchResult<Vec<PhaseRes
                 ctx.live.clear();
                 live_known = true;
             }
-            engine = Some((engine::open(ctx.engine, ctx.dir, ctx.cfg, sync)?, sync));
+            engine = Some((engines::open_kv(ctx.engine, ctx.dir, ctx.cfg, sync)?, sync));
         }
         let Some((e, _)) = engine.as_ref() else {
             return Err("engine not open".into());

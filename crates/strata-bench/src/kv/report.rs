@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use super::args::KvConfig;
 use super::dd::DdResult;
-use super::engine::EngineStats;
 use super::workload::Workload;
 use crate::BenchResult;
+use crate::engines::KvStats;
 use crate::report::Summary;
 pub use crate::report::thousands;
 
@@ -67,8 +67,8 @@ pub struct PhaseInput<'a> {
     pub settle_seconds: f64,
     pub user_bytes: u64,
     pub writer_ops: Option<u64>,
-    pub before: EngineStats,
-    pub after: EngineStats,
+    pub before: KvStats,
+    pub after: KvStats,
     pub live_bytes: Option<u64>,
 }
 

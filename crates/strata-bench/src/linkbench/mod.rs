@@ -5,26 +5,27 @@
 //! fixed time. Strata eager and deferred run one after the other on fresh directories,
 //! with SQLite beside them, and the deferred/eager ratios are reported.
 
+mod bench;
 mod dist;
-mod driver;
-mod model;
+pub(crate) mod model;
 mod report;
-mod runner;
-mod sqlite_driver;
-mod strata_driver;
-mod workload;
+pub(crate) mod runner;
+pub(crate) mod workload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use driver::Driver;
+pub use bench::{Counters, LinkBench, OpResult, Request, Settings};
 use model::Graph;
 use report::EngineRun;
 use runner::RunSpec;
 use workload::Shared;
 
 use crate::BenchResult;
+use crate::engines::TableEngine;
+use crate::engines::sqlite::SqliteTables;
+use crate::engines::strata::{StrataTables, link_schemas};
 
 /// The engines `linkbench` can drive, in the order of the default run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -184,7 +185,9 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
     Ok(())
 }
 
-fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<(Box<dyn Driver>, Vec<String>)> {
+type Opened = (Box<dyn TableEngine<LinkBench>>, Vec<String>);
+
+fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<Opened> {
     let cache = a.cache_size;
     Ok(match kind {
         EngineKind::StrataEager | EngineKind::StrataDeferred | EngineKind::StrataEagerB => {
@@ -193,17 +196,17 @@ fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<(Box<dyn
             } else {
                 "eager"
             };
-            let settings = strata_driver::Settings {
+            let settings = Settings {
                 cache_bytes: cache,
                 memtable_bytes: a.memtable_size,
                 direct_reads: a.direct_reads,
             };
-            let mut notes = strata_driver::schema_texts(mode).to_vec();
+            let mut notes = link_schemas(mode).to_vec();
             notes.push(format!("{settings:?}"));
-            (Box::new(strata_driver::StrataDriver::open(dir, mode, settings)?), notes)
+            (Box::new(StrataTables::open_linkbench(dir, mode, settings)?), notes)
         }
         EngineKind::Sqlite => (
-            Box::new(sqlite_driver::SqliteDriver::open(dir, cache)?),
+            Box::new(SqliteTables::create_linkbench(dir, cache)?),
             vec![format!(
                 "SQLite {} (bundled), WAL, synchronous=OFF, page_size 8192, cache {cache} bytes per connection, \
                  link and count WITHOUT ROWID; writers serialized by SQLite",
@@ -236,7 +239,7 @@ fn run_engine(kind: EngineKind, round: usize, spec: &RunSpec, a: &LinkbenchArgs,
         run.load.warm_secs = t.elapsed().as_secs_f64();
         let load_before = loadavg();
         run.mix = Some(runner::run_mix(&*driver, &shared, spec, kind.name())?);
-        run.counters = driver.counters()?;
+        run.counters = driver.stats()?;
         run.host_load = (load_before, loadavg());
         Ok(())
     })();

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::Counters;
 use super::EngineKind;
-use super::driver::Counters;
 use super::runner::{LoadOutput, MixOutput, RunSpec, Sample};
 use super::workload::{MIX, OpKind};
 use crate::report::{Summary, mib, opt, rate, thousands};

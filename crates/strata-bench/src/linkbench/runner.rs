@@ -13,10 +13,11 @@ use rand::{SeedableRng, rngs::StdRng};
 use serde::Serialize;
 
 use super::dist::mix;
-use super::driver::{Driver, OpResult};
 use super::model::now_ms;
 use super::workload::{Generator, MIX, OpKind, Shared};
+use super::{LinkBench, OpResult, Request};
 use crate::BenchResult;
+use crate::engines::TableEngine;
 use crate::report::{count_bar, rate, seconds_bar};
 
 /// Nodes per load transaction (with their links and counts).
@@ -136,7 +137,12 @@ impl MixOutput {
 }
 
 /// Loads the graph through `driver` and settles it.
-pub fn load(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str) -> BenchResult<LoadOutput> {
+pub fn load(
+    driver: &dyn TableEngine<LinkBench>,
+    shared: &Shared,
+    spec: &RunSpec,
+    label: &str,
+) -> BenchResult<LoadOutput> {
     let g = &shared.graph;
     let threads = driver.load_threads(spec.threads).max(1);
     let chunks = g.nodes().div_ceil(LOAD_CHUNK);
@@ -167,7 +173,12 @@ pub fn load(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str) -
                         ls.extend(l);
                         cs.extend(k);
                     }
-                    if let Err(e) = session.load(&ns, &ls, &cs) {
+                    let load = Request::Load {
+                        nodes: &ns,
+                        links: &ls,
+                        counts: &cs,
+                    };
+                    if let Err(e) = session.run(load) {
                         return fail(format!("load: {e}"));
                     }
                     links.fetch_add(ls.len() as u64, Ordering::Relaxed);
@@ -225,7 +236,12 @@ pub fn warm(dir: &Path) -> BenchResult<u64> {
 }
 
 /// Runs the request mix for `spec.seconds` with `spec.threads` clients.
-pub fn run_mix(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str) -> BenchResult<MixOutput> {
+pub fn run_mix(
+    driver: &dyn TableEngine<LinkBench>,
+    shared: &Shared,
+    spec: &RunSpec,
+    label: &str,
+) -> BenchResult<MixOutput> {
     let stop = AtomicBool::new(false);
     let total = AtomicU64::new(0);
     let lists = AtomicU64::new(0);
@@ -250,7 +266,7 @@ pub fn run_mix(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str
                     let mut op = generator.op(kind, shared);
                     let t0 = Instant::now();
                     let r = shared.execute(&mut op, |o| match o {
-                        Some(o) => session.exec(o).map(Some),
+                        Some(o) => session.run(Request::Op(o)).map(Some),
                         None => Ok(None),
                     });
                     let ns = t0.elapsed().as_nanos() as u64;
@@ -276,7 +292,7 @@ pub fn run_mix(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str
                 outputs.lock().unwrap_or_else(|p| p.into_inner()).push(out);
             });
         }
-        let mut prev = (0u64, 0u64, 0.0f64, driver.counters().unwrap_or_default());
+        let mut prev = (0u64, 0u64, 0.0f64, driver.probe());
         for k in 1..=spec.seconds {
             let due = start + Duration::from_secs(k);
             while Instant::now() < due && !stop.load(Ordering::Relaxed) {
@@ -293,7 +309,7 @@ pub fn run_mix(driver: &dyn Driver, shared: &Shared, spec: &RunSpec, label: &str
                 lists.load(Ordering::Relaxed),
                 start.elapsed().as_secs_f64(),
             );
-            let c = driver.counters().unwrap_or_default();
+            let c = driver.probe();
             let delta = |a: Option<u64>, b: Option<u64>| Some(a? as f64 - b? as f64);
             let per = |x: Option<f64>, y: Option<f64>| match (x, y) {
                 (Some(x), Some(y)) if y > 0.0 => Some(x / y),
@@ -352,4 +368,34 @@ pub fn process_cpu_secs() -> f64 {
         .filter_map(|x| x.parse().ok())
         .collect();
     f.iter().sum::<u64>() as f64 / 100.0
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::linkbench::model::Graph;
+    use crate::linkbench::workload::{Generator, Shared};
+
+    /// Loads a graph of 300 nodes into `engine` with `threads` loaders, then runs `ops`
+    /// requests of the mix from one client (streams seeded with `seed`).
+    pub fn load_and_mix(engine: &dyn TableEngine<LinkBench>, threads: usize, seed: u64, ops: usize) {
+        let spec = RunSpec {
+            nodes: 300,
+            seconds: 1,
+            threads,
+            seed,
+            zipf: 1.0,
+        };
+        let shared = Shared::new(Graph::new(spec.nodes, spec.seed), spec.zipf);
+        load(engine, &shared, &spec, "test").unwrap();
+        let mut s = engine.session().unwrap();
+        let mut g = Generator::new(seed, 0);
+        for _ in 0..ops {
+            let k = g.kind();
+            let mut op = g.op(k, &shared);
+            shared
+                .execute(&mut op, |o| o.map(|o| s.run(Request::Op(o))).transpose())
+                .unwrap();
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! Drives an in-process [`Engine`]: untimed preload in big batches, then `threads`
+//! Drives an in-process [`TableEngine`]: untimed preload in big batches, then `threads`
 //! client threads committing generated batches for `seconds` while this thread samples
 //! the committed-statement counter once a second.
 
@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::engine::{Engine, Probe};
 use super::watchdog::beat;
 use super::workload::{Stmt, Workload};
+use super::{Micro, Probe};
 use crate::BenchResult;
+use crate::engines::TableEngine;
 use crate::report::StopOnError;
 use crate::report::{count_bar, rate, seconds_bar};
 
@@ -60,14 +61,14 @@ pub struct RunOutput {
 }
 
 /// Preloads `engine` and runs the timed workload on it; `label` names the progress bars.
-pub fn drive(engine: &dyn Engine, spec: &RunSpec, label: &str) -> BenchResult<RunOutput> {
+pub fn drive(engine: &dyn TableEngine<Micro>, spec: &RunSpec, label: &str) -> BenchResult<RunOutput> {
     let mut out = RunOutput::default();
     preload(engine, spec, label, &mut out)?;
     timed_run(engine, spec, label, &mut out)?;
     Ok(out)
 }
 
-fn preload(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutput) -> BenchResult<()> {
+fn preload(engine: &dyn TableEngine<Micro>, spec: &RunSpec, label: &str, out: &mut RunOutput) -> BenchResult<()> {
     let pb = count_bar(spec.workload.rows, label, "rows preloaded");
     let t = Instant::now();
     let mut session = engine.session()?;
@@ -76,7 +77,7 @@ fn preload(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutput
     while rows.peek().is_some() {
         batch.clear();
         batch.extend(rows.by_ref().take(PRELOAD_BATCH).map(Stmt::Replace));
-        session.commit(&batch)?;
+        session.run(&batch)?;
         pb.inc(batch.len() as u64);
         beat();
     }
@@ -98,7 +99,7 @@ struct Shared {
     run: StopOnError,
 }
 
-fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutput) -> BenchResult<()> {
+fn timed_run(engine: &dyn TableEngine<Micro>, spec: &RunSpec, label: &str, out: &mut RunOutput) -> BenchResult<()> {
     let shared = Shared {
         statements: AtomicU64::new(0),
         batches: AtomicU64::new(0),
@@ -117,7 +118,7 @@ fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutp
                 let mut batch = Vec::new();
                 while !shared.run.stopped() {
                     generator.next_batch(&mut batch);
-                    if let Err(e) = session.commit(&batch) {
+                    if let Err(e) = session.run(&batch) {
                         shared.run.fail(format!("client {i}: {e}"));
                         return;
                     }
@@ -142,7 +143,7 @@ fn timed_run(engine: &dyn Engine, spec: &RunSpec, label: &str, out: &mut RunOutp
 
 /// One sample per second until `spec.seconds` have passed or a client failed.
 fn sample(
-    engine: &dyn Engine,
+    engine: &dyn TableEngine<Micro>,
     spec: &RunSpec,
     shared: &Shared,
     start: Instant,

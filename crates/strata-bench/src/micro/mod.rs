@@ -5,26 +5,26 @@
 //! eager and deferred run one after the other on fresh directories, with SQLite and
 //! Tarantool Vinyl (eager via a trigger, deferred) beside them.
 
-mod engine;
 pub(crate) mod harness;
 mod report;
-mod sqlite;
-pub(crate) mod strata_engine;
-mod tarantool;
-mod watchdog;
+mod stats;
+pub(crate) mod watchdog;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::{Engine, EngineStats};
 use harness::{RunOutput, RunSpec};
 use report::{EngineResult, Status};
-use strata_engine::{StrataEngine, StrataSettings};
+pub use stats::{EngineStats, Micro, Probe};
 use workload::Workload;
 
 use crate::BenchResult;
+use crate::engines::TableEngine;
+use crate::engines::sqlite::SqliteTables;
+use crate::engines::strata::{MicroSettings, StrataTables, micro_schema, paper_options};
+use crate::engines::tarantool;
 
 /// The engines `micro` can drive, in the order of the default run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -114,7 +114,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
         threads: a.threads.max(1),
         seconds: a.seconds.unwrap_or(if a.quick { 10 } else { 120 }).max(1),
     };
-    let strata = StrataSettings {
+    let settings = MicroSettings {
         cache_bytes: a.cache_size,
         direct_reads: a.direct_reads,
     };
@@ -155,7 +155,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
             p.0 = Some(kind);
         }
         watchdog::arm(true);
-        let mut r = run_engine(kind, &spec, strata, a.cache_size, &dir);
+        let mut r = run_engine(kind, &spec, settings, a.cache_size, &dir);
         watchdog::arm(false);
         if let Some(l) = load {
             r.notes
@@ -190,7 +190,7 @@ fn load_average() -> Option<String> {
     Some(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
-fn run_engine(kind: EngineKind, spec: &RunSpec, strata: StrataSettings, cache: usize, dir: &Path) -> EngineResult {
+fn run_engine(kind: EngineKind, spec: &RunSpec, settings: MicroSettings, cache: usize, dir: &Path) -> EngineResult {
     let label = kind.name();
     match kind {
         EngineKind::StrataEager | EngineKind::StrataDeferred => {
@@ -201,12 +201,12 @@ fn run_engine(kind: EngineKind, spec: &RunSpec, strata: StrataSettings, cache: u
             };
             let notes = vec![format!(
                 "schema: {}; block cache {} bytes, direct reads {}",
-                strata_engine::schema_text(mode),
-                strata.cache_bytes,
-                strata.direct_reads
+                micro_schema(mode),
+                settings.cache_bytes,
+                settings.direct_reads
             )];
             in_process(kind, spec, notes, || {
-                Ok(Box::new(StrataEngine::open(dir, mode, strata)?))
+                Ok(Box::new(StrataTables::open_micro(dir, mode, paper_options(settings))?))
             })
         }
         EngineKind::Sqlite => {
@@ -216,7 +216,7 @@ fn run_engine(kind: EngineKind, spec: &RunSpec, strata: StrataSettings, cache: u
                 rusqlite::version()
             )];
             in_process(kind, spec, notes, || {
-                Ok(Box::new(sqlite::SqliteEngine::open(dir, cache)?))
+                Ok(Box::new(SqliteTables::create_micro(dir, cache)?))
             })
         }
         EngineKind::TarantoolEager | EngineKind::TarantoolDeferred => {
@@ -244,7 +244,7 @@ fn in_process<'a>(
     kind: EngineKind,
     spec: &RunSpec,
     notes: Vec<String>,
-    open: impl FnOnce() -> BenchResult<Box<dyn Engine + 'a>>,
+    open: impl FnOnce() -> BenchResult<Box<dyn TableEngine<Micro> + 'a>>,
 ) -> EngineResult {
     let engine = match open() {
         Ok(e) => e,
@@ -269,7 +269,7 @@ fn in_process<'a>(
             RunOutput::default(),
             EngineStats::default(),
         ),
-        Ok(out) => match engine.finish() {
+        Ok(out) => match engine.stats() {
             Ok(stats) => EngineResult::new(kind, Status::Ran, None, notes, out, stats),
             Err(e) => EngineResult::new(
                 kind,

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::engine::EngineStats;
+use super::EngineStats;
 use super::harness::{RunOutput, RunSpec};
 use super::{EngineKind, MicroArgs};
 use crate::BenchResult;

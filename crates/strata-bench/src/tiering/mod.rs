@@ -133,7 +133,7 @@ pub fn open(dir: &Path, c: &Config, s: &Shared) -> BenchResult<Db> {
         size_ratio: c.size_ratio,
         runs_per_level: c.runs_per_level,
         lazy_leveling: c.lazy_leveling,
-        bloom_fpr: crate::kv::bloom_fpr(s.bloom_bits),
+        bloom_fpr: crate::engines::strata::bloom_fpr(s.bloom_bits),
         block_cache_bytes: s.cache_size,
         target_file_size: (s.memtable_bytes as u64 * 4).max(4096),
         ..Options::default()

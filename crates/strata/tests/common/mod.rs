@@ -6,17 +6,17 @@
 
 #![allow(dead_code)]
 
+mod nosync;
 pub mod options;
+
+pub use nosync::NoSyncFs;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-
-use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use strata::fs::{FileSystem, RandomAccessFile, RealFs, WritableFile};
 use strata::{Db, Keyspace, Options, Snapshot, WriteBatch};
 
 /// Keys are `k0000`..`k0199`; bounds may go one past the end.
@@ -184,61 +184,6 @@ pub fn op(nks: usize) -> impl Strategy<Value = Op> {
         1 => Just(Op::WaitForBackground),
         1 => Just(Op::Reopen),
     ]
-}
-
-/// The real file system without fsyncs: these tests check logical behaviour (process
-/// restarts, not power loss), and fsyncs on a busy disk would dominate their run time.
-#[derive(Debug)]
-pub struct NoSyncFs;
-
-struct NoSyncFile(Box<dyn WritableFile>);
-
-impl WritableFile for NoSyncFile {
-    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
-        self.0.append(data)
-    }
-    fn flush(&mut self) -> strata::Result<()> {
-        self.0.flush()
-    }
-    fn sync(&mut self) -> strata::Result<()> {
-        self.0.flush()
-    }
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-}
-
-impl FileSystem for NoSyncFs {
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(NoSyncFile(RealFs.create(path)?)))
-    }
-    fn open_append(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(NoSyncFile(RealFs.open_append(path)?)))
-    }
-    fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
-        RealFs.open(path)
-    }
-    fn read_all(&self, path: &Path) -> strata::Result<Vec<u8>> {
-        RealFs.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> strata::Result<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn sync_dir(&self, _dir: &Path) -> strata::Result<()> {
-        Ok(())
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
 }
 
 /// Options small enough that a few hundred operations flush and compact.

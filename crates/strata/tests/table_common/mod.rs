@@ -9,66 +9,14 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::fs::{FileSystem, RandomAccessFile, RealFs, WritableFile};
 use strata::table::check::{CheckOptions, CheckReport};
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Options};
 
-/// The real file system without fsyncs: data still reaches the operating system (so a
-/// closed or even killed process loses nothing), but tests do not wait for the disk.
-#[derive(Debug)]
-pub struct NoSyncFs;
-
-struct NoSyncFile(Box<dyn WritableFile>);
-
-impl WritableFile for NoSyncFile {
-    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
-        self.0.append(data)
-    }
-    fn flush(&mut self) -> strata::Result<()> {
-        self.0.flush()
-    }
-    fn sync(&mut self) -> strata::Result<()> {
-        self.0.flush()
-    }
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-}
-
-impl FileSystem for NoSyncFs {
-    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(NoSyncFile(RealFs.create(path)?)))
-    }
-    fn open_append(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(NoSyncFile(RealFs.open_append(path)?)))
-    }
-    fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
-        RealFs.open(path)
-    }
-    fn read_all(&self, path: &Path) -> strata::Result<Vec<u8>> {
-        RealFs.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> strata::Result<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn sync_dir(&self, _dir: &Path) -> strata::Result<()> {
-        Ok(())
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
-}
+#[path = "../common/nosync.rs"]
+mod nosync;
+pub use nosync::NoSyncFs;
 
 /// Small memtables and files so a few thousand rows reach level 2.
 pub fn small_options() -> Options {
@@ -210,23 +158,5 @@ pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// A small deterministic generator (tests must not depend on a global RNG for replays).
-#[derive(Debug, Clone)]
-pub struct Lcg(pub u64);
-
-impl Lcg {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }

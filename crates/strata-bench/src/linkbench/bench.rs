@@ -1,32 +1,70 @@
-//! The small trait an engine implements for linkbench, and the counters it reports.
+//! What `linkbench` asks of an engine ([`crate::engines::TableEngine`]): its requests,
+//! and the counters engines report.
 
 use serde::Serialize;
 
 use super::model::{Count, Link, Node};
 use super::workload::Op;
 use crate::BenchResult;
+use crate::engines::TableBench;
 
-/// A store under test, driven in this process.
-pub trait Driver: Sync {
-    /// A client connection, used by one thread.
-    fn session(&self) -> BenchResult<Box<dyn Session + '_>>;
-    /// Loader threads worth using for `requested` (SQLite serializes writers: 1).
-    fn load_threads(&self, requested: usize) -> usize {
-        requested
-    }
-    /// After the load: persist it (flush, wait for compactions, checkpoint) and take
-    /// the counters' baseline.
-    fn settle(&self) -> BenchResult<()>;
-    /// Work counters since [`Driver::settle`].
-    fn counters(&self) -> BenchResult<Counters>;
+/// `linkbench` as a table benchmark: clients load rows and execute requests; engines
+/// report [`Counters`] (since the load was settled) once a second and at the end.
+pub struct LinkBench;
+
+impl TableBench for LinkBench {
+    type Request<'a> = Request<'a>;
+    type Reply = OpResult;
+    type Probe = Counters;
+    type Stats = Counters;
 }
 
-/// One client connection.
-pub trait Session: Send {
-    /// Loads rows (one transaction per table, or one in all where the engine can).
-    fn load(&mut self, nodes: &[Node], links: &[Link], counts: &[Count]) -> BenchResult<()>;
+/// One client request.
+#[derive(Debug, Clone, Copy)]
+pub enum Request<'a> {
+    /// Loads rows (one transaction per table, or one in all where the engine can);
+    /// replies 0 rows.
+    Load {
+        nodes: &'a [Node],
+        links: &'a [Link],
+        counts: &'a [Count],
+    },
     /// Executes one request as one transaction (or as few as the engine allows).
-    fn exec(&mut self, op: &Op) -> BenchResult<OpResult>;
+    Op(&'a Op),
+}
+
+/// An engine session's load: nodes, links and counts.
+pub type LoadFn<S> = fn(&mut S, &[Node], &[Link], &[Count]) -> BenchResult<()>;
+
+impl Request<'_> {
+    /// Runs the request on session `s` of an engine: `load` for [`Request::Load`] (0
+    /// rows), `exec` (rows read or written) for [`Request::Op`].
+    pub fn dispatch<S>(
+        self,
+        s: &mut S,
+        load: LoadFn<S>,
+        exec: fn(&mut S, &Op) -> BenchResult<u64>,
+    ) -> BenchResult<OpResult> {
+        let rows = match self {
+            Request::Load { nodes, links, counts } => {
+                load(s, nodes, links, counts)?;
+                0
+            }
+            Request::Op(op) => exec(s, op)?,
+        };
+        Ok(OpResult { rows })
+    }
+}
+
+/// Strata settings the user may change (`Options` fields; printed in the notes).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// `Options.block_cache_bytes`.
+    pub cache_bytes: usize,
+    /// `Options.memtable_budget`.
+    pub memtable_bytes: usize,
+    /// `Options.direct_reads`.
+    pub direct_reads: bool,
 }
 
 /// What a request returned.

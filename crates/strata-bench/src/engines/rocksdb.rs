@@ -1,4 +1,5 @@
-//! RocksDB (the `rocksdb` crate's bundled release build) behind the [`KvEngine`] trait.
+//! RocksDB (the `rocksdb` crate's bundled release build), for `kv`, behind the
+//! [`KvEngine`] trait.
 //! Compiled only with the `rocksdb` feature of strata-bench.
 
 use std::path::Path;
@@ -8,19 +9,19 @@ use rocksdb::{
     BlockBasedOptions, Cache, DB, DBCompressionType, Options, WaitForCompactOptions, WriteBatch, WriteOptions,
 };
 
-use super::args::KvConfig;
-use super::engine::{EngineStats, KvEngine, WriteOp};
+use super::{KvEngine, KvStats, WriteOp};
 use crate::BenchResult;
+use crate::kv::KvConfig;
 
 /// A RocksDB database with statistics on (for flush and compaction bytes).
-pub struct RocksEngine {
+pub struct RocksKv {
     db: DB,
     opts: Options,
     write_opts: WriteOptions,
     _cache: Option<Cache>,
 }
 
-/// RocksDB's options for `cfg`, matching Strata's (see `strata_engine::options`):
+/// RocksDB's options for `cfg`, matching Strata's (see `engines::strata::kv_options`):
 /// leveled compaction with L1 = memtable * size ratio (static level sizes, as Strata's),
 /// three memtables in all, same L0 triggers, file size, block size, bloom bits, block
 /// cache, background jobs, no compression.
@@ -56,14 +57,14 @@ fn options(cfg: &KvConfig) -> (Options, Option<Cache>) {
     (o, cache)
 }
 
-impl RocksEngine {
+impl RocksKv {
     /// Opens (or creates) a database in `dir`.
-    pub fn open(dir: &Path, cfg: &KvConfig, sync: bool) -> BenchResult<RocksEngine> {
+    pub fn open(dir: &Path, cfg: &KvConfig, sync: bool) -> BenchResult<RocksKv> {
         let (opts, cache) = options(cfg);
         let db = DB::open(&opts, dir)?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(sync);
-        Ok(RocksEngine {
+        Ok(RocksKv {
             db,
             opts,
             write_opts,
@@ -72,7 +73,7 @@ impl RocksEngine {
     }
 }
 
-impl KvEngine for RocksEngine {
+impl KvEngine for RocksKv {
     fn write(&self, ops: &[WriteOp<'_>]) -> BenchResult<()> {
         let mut b = WriteBatch::default();
         for op in ops {
@@ -115,11 +116,11 @@ impl KvEngine for RocksEngine {
         Ok(())
     }
 
-    fn stats(&self) -> BenchResult<EngineStats> {
+    fn stats(&self) -> BenchResult<KvStats> {
         let sst = self.db.property_int_value("rocksdb.live-sst-files-size")?.unwrap_or(0);
         let hits = self.opts.get_ticker_count(Ticker::BlockCacheDataHit);
         let misses = self.opts.get_ticker_count(Ticker::BlockCacheDataMiss);
-        Ok(EngineStats {
+        Ok(KvStats {
             flush_bytes: self.opts.get_ticker_count(Ticker::FlushWriteBytes),
             compaction_bytes: self.opts.get_ticker_count(Ticker::CompactWriteBytes),
             sst_bytes: sst,

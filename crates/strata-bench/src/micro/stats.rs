@@ -1,28 +1,21 @@
-//! The one small trait an in-process engine implements for the micro harness, and the
-//! counters engines report.
+//! What `micro` asks of an in-process engine ([`crate::engines::TableEngine`]): its
+//! requests, and the counters engines report.
 
 use serde::Serialize;
 
 use super::workload::Stmt;
-use crate::BenchResult;
+use crate::engines::TableBench;
 
-/// A store driven in this process: sessions commit batches, `probe` is read by the
-/// per-second sampler, `finish` once at the end of the run.
-pub trait Engine: Sync {
-    /// A client connection, used by one thread.
-    fn session(&self) -> BenchResult<Box<dyn Session + '_>>;
-    /// After the preload: persist it (flush, wait for compactions, checkpoint).
-    fn settle(&self) -> BenchResult<()>;
-    /// Cheap counters for one sample.
-    fn probe(&self) -> Probe;
-    /// Counters at the end of the run.
-    fn finish(&self) -> BenchResult<EngineStats>;
-}
+/// `micro` as a table benchmark: clients commit batches of REPLACE/DELETE statements;
+/// engines report [`Probe`] once a second and [`EngineStats`] at the end.
+pub struct Micro;
 
-/// One client connection.
-pub trait Session: Send {
-    /// Applies `batch` atomically (one transaction).
-    fn commit(&mut self, batch: &[Stmt]) -> BenchResult<()>;
+impl TableBench for Micro {
+    /// One batch, applied atomically (one transaction).
+    type Request<'a> = &'a [Stmt];
+    type Reply = ();
+    type Probe = Probe;
+    type Stats = EngineStats;
 }
 
 /// Counters sampled every second (absent where an engine has no such notion).
