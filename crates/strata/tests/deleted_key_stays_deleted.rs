@@ -62,17 +62,24 @@ fn check(opts: Options, seed: u64, ops: usize) {
     assert!(levels <= 6, "{levels} levels for {} live keys", model.len());
 }
 
+/// The options: 64 KiB memtables, two runs per level, level-0 trigger 4.
+fn two_runs_per_level() -> Options {
+    Options {
+        fs: Arc::new(NoSyncFs),
+        memtable_budget: 64 << 10,
+        runs_per_level: 2,
+        l0_compaction_trigger: 4,
+        ..Options::default()
+    }
+}
+
 #[test]
 fn two_runs_per_level_with_a_delete_persistence_threshold() {
     for seed in 0..3 {
         check(
             Options {
-                fs: Arc::new(NoSyncFs),
-                memtable_budget: 64 << 10,
-                runs_per_level: 2,
-                l0_compaction_trigger: 4,
                 delete_persistence_threshold: Some(Duration::from_millis(50)),
-                ..Options::default()
+                ..two_runs_per_level()
             },
             seed,
             100_000,
@@ -85,12 +92,8 @@ fn two_runs_per_level_with_a_tombstone_density_trigger() {
     for seed in 10..12 {
         check(
             Options {
-                fs: Arc::new(NoSyncFs),
-                memtable_budget: 64 << 10,
-                runs_per_level: 2,
-                l0_compaction_trigger: 4,
                 tombstone_density_trigger: Some(0.3),
-                ..Options::default()
+                ..two_runs_per_level()
             },
             seed,
             100_000,

@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::options::{describe, drawn_options};
-use common::{Harness, NoSyncFs, op, run_deep, small_options};
+use common::{op, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -27,12 +24,7 @@ proptest! {
         options_seed in any::<u64>(),
     ) {
         // Everything else drawn: sizes, triggers, delete-driven compaction, sync policy.
-        let (drawn, clock) = drawn_options(options_seed, Arc::new(NoSyncFs));
-        let opts = Options { runs_per_level: 1, ..drawn };
-        let shape = describe(&opts);
-        let mut h = Harness::new(opts, nks).map_err(TestCaseError::fail)?;
-        h.clock = Some(clock);
-        h.run(&ops).map_err(|e| TestCaseError::fail(format!("{e} (options: {shape})")))?;
+        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: 1, ..o }).map_err(TestCaseError::fail)?;
     }
 }
 

@@ -4,10 +4,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::options::{describe, drawn_options};
-use common::{Harness, NoSyncFs, op, run_deep, small_options};
+use common::{op, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -34,12 +31,8 @@ proptest! {
         (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
         options_seed in any::<u64>(),
     ) {
-        let (drawn, clock) = drawn_options(options_seed, Arc::new(NoSyncFs));
-        let opts = Options { runs_per_level: drawn.runs_per_level.max(2), lazy_leveling: false, ..drawn };
-        let shape = describe(&opts);
-        let mut h = Harness::new(opts, nks).map_err(TestCaseError::fail)?;
-        h.clock = Some(clock);
-        h.run(&ops).map_err(|e| TestCaseError::fail(format!("{e} (options: {shape})")))?;
+        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: false, ..o })
+            .map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -47,12 +40,8 @@ proptest! {
         (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
         options_seed in any::<u64>(),
     ) {
-        let (drawn, clock) = drawn_options(options_seed, Arc::new(NoSyncFs));
-        let opts = Options { runs_per_level: drawn.runs_per_level.max(2), lazy_leveling: true, ..drawn };
-        let shape = describe(&opts);
-        let mut h = Harness::new(opts, nks).map_err(TestCaseError::fail)?;
-        h.clock = Some(clock);
-        h.run(&ops).map_err(|e| TestCaseError::fail(format!("{e} (options: {shape})")))?;
+        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: true, ..o })
+            .map_err(TestCaseError::fail)?;
     }
 }
 

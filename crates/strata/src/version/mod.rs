@@ -349,20 +349,27 @@ impl Version {
 }
 
 #[cfg(test)]
+impl FileContext {
+    /// Files in `dir` on the real file system, with a small cache.
+    pub(crate) fn for_tests(dir: &std::path::Path) -> FileContext {
+        let fs: Arc<dyn crate::fs::FileSystem> = Arc::new(crate::fs::RealFs);
+        FileContext {
+            dir: dir.to_path_buf(),
+            fs: fs.clone(),
+            retired: Arc::new(ObsoleteFiles::new(fs.clone())),
+            table_cache: Arc::new(SstCache::new(fs, dir.to_path_buf(), 4, None)),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::{FileSystem, RealFs};
 
     #[test]
     fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
         let dir = tempfile::tempdir().unwrap();
-        let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
-        let ctx = FileContext {
-            dir: dir.path().to_path_buf(),
-            fs: fs.clone(),
-            retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-            table_cache: Arc::new(SstCache::new(fs, dir.path().to_path_buf(), 4, None)),
-        };
+        let ctx = FileContext::for_tests(dir.path());
         let path = dir.path().join(crate::sstable::table_file_name(7));
         std::fs::write(&path, b"table").unwrap();
         let meta = FileMeta {

@@ -708,3 +708,19 @@ pub fn run_deep(opts: Options, nks: usize, n: usize, seed: u64) -> Harness {
     }
     h
 }
+
+/// Runs `ops` under options drawn from `options_seed` and then reshaped by `shape`
+/// (the configuration a test file is about), on the drawn options' manual clock.
+pub fn run_drawn(
+    nks: usize,
+    ops: &[Op],
+    options_seed: u64,
+    shape: impl FnOnce(Options) -> Options,
+) -> Result<(), String> {
+    let (drawn, clock) = options::drawn_options(options_seed, Arc::new(NoSyncFs));
+    let opts = shape(drawn);
+    let described = options::describe(&opts);
+    let mut h = Harness::new(opts, nks)?;
+    h.clock = Some(clock);
+    h.run(ops).map_err(|e| format!("{e} (options: {described})"))
+}

@@ -1,21 +1,13 @@
 //! Unit tests of the picker: each trigger and shape on small hand-made trees.
 use super::*;
-use crate::cache::SstCache;
-use crate::fs::{FileSystem, RealFs};
-use crate::version::{FileContext, FileMeta, NewFile, ObsoleteFiles, VersionEdit};
+use crate::version::{FileContext, FileMeta, NewFile, VersionEdit};
 
 /// (level, run, number, smallest, largest, bytes, tombstones)
 type Spec = (u32, u64, u64, &'static str, &'static str, u64, u64);
 
 fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
     let dir = tempfile::tempdir().unwrap();
-    let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
-    let ctx = FileContext {
-        dir: dir.path().to_path_buf(),
-        fs: fs.clone(),
-        retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-        table_cache: Arc::new(SstCache::new(fs, dir.path().to_path_buf(), 4, None)),
-    };
+    let ctx = FileContext::for_tests(dir.path());
     let edit = VersionEdit {
         new_keyspaces: vec![(0, "default".into())],
         new_files: files

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::table::schema::{FieldType, IndexMaintenance, KeyType, Schema};
+use crate::table::schema::tests::users;
+use crate::table::schema::{FieldType, KeyType, Schema};
 use crate::table::value::{CANONICAL_NAN_BITS, Value};
 use proptest::prelude::*;
 use std::cmp::Ordering;
@@ -57,23 +58,6 @@ fn canon(v: &Value) -> Value {
         Value::F64(f) if f.is_nan() => Value::F64(f64::from_bits(CANONICAL_NAN_BITS)),
         v => v.clone(),
     }
-}
-
-fn users() -> Schema {
-    Schema::builder("users")
-        .field("id", FieldType::U64)
-        .field("name", FieldType::Str)
-        .nullable_field("email", FieldType::Str)
-        .field("age", FieldType::I64)
-        .field("score", FieldType::F64)
-        .field("active", FieldType::Bool)
-        .nullable_field("photo", FieldType::Bytes)
-        .primary_key(&["id"])
-        .index("by_email", &["email"], true)
-        .index("by_age", &["age", "name"], false)
-        .maintenance(IndexMaintenance::Deferred)
-        .build()
-        .unwrap()
 }
 
 fn user(id: u64, name: &str, email: Option<&str>, age: i64) -> Vec<Value> {

@@ -7,7 +7,7 @@ const EXAMPLE: &str = "table users (id u64, name str, email str null, age i64, s
                        photo bytes null) primary key (id) index by_email unique (email) \
                        index by_age (age, name) deferred";
 
-fn users() -> Schema {
+pub(crate) fn users() -> Schema {
     Schema::builder("users")
         .field("id", FieldType::U64)
         .field("name", FieldType::Str)
