@@ -161,13 +161,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     let table_states = Mutex::new(std::collections::HashMap::new());
     let catalog = crate::table::runtime::Catalog::build(&vs.current(), &table_states)?;
     let registry = catalog.registry.clone();
-    // A dry run over every WAL record first: damage found while replaying would come
-    // after recovery flushes had already changed the directory.
     let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
-    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| {
-        Ok(())
-    })?;
-
     if opts.read_only {
         // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
         let mem = Arc::new(MemTable::new(vs.log_number, opts.clock.now_micros()));
@@ -203,6 +197,12 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         );
     }
 
+    // A dry run over every WAL record first: damage found while replaying would come
+    // after recovery flushes had already changed the directory. (A read-only open, above,
+    // replays into memory only: its replay is its own dry run.)
+    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| {
+        Ok(())
+    })?;
     sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
     let (last_seq, torn) = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry, manifest_at.as_ref())?;
 

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::shape::{LevelShape, compact_level, merge_in_place, to_next_level};
+use super::shape::{LevelShape, compact_level, merge_in_place, merges_into_one_run, to_next_level};
 use super::{Choice, CompactionTask, Context, Cursors, InputRun, Priority, Trigger, is_bottommost, key_range};
 use crate::compaction::fade::{self, DeleteUrgency};
 use crate::options::Options;
@@ -181,11 +181,7 @@ fn rewrite_entries(ks: &KeyspaceVersion, li: usize, f: &Arc<TableFile>, opts: &O
     let inputs: Vec<&Arc<TableFile>> = if leveled { vec![f] } else { level.files().collect() };
     let own: u64 = inputs.iter().map(|x| entries(x)).sum();
     let out = li + 1;
-    let out_leveled = if leveled {
-        true
-    } else {
-        opts.runs_per_level == 1 || (opts.lazy_leveling && out == last)
-    };
+    let out_leveled = leveled || merges_into_one_run(opts, out, last);
     if li >= last || !out_leveled {
         return own;
     }

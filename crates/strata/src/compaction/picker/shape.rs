@@ -111,7 +111,7 @@ fn tiered(ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) 
         return merge_in_place(ks, li, busy, "tiered-last");
     }
     let out = li + 1;
-    let out_leveled = opts.runs_per_level == 1 || (opts.lazy_leveling && out == last);
+    let out_leveled = merges_into_one_run(opts, out, last);
     to_next_level(
         ks,
         all_runs(ks, li),
@@ -120,6 +120,13 @@ fn tiered(ks: &KeyspaceVersion, li: usize, opts: &Options, busy: &HashSet<u64>) 
         busy,
         if li == 0 { "l0" } else { "tiered" },
     )
+}
+
+/// Whether a tiered level's merge into level `out` (of a tree whose last level is
+/// `last`) goes into that level's one run: under leveling, or into the leveled last
+/// level of lazy leveling.
+pub fn merges_into_one_run(opts: &Options, out: usize, last: usize) -> bool {
+    opts.runs_per_level == 1 || (opts.lazy_leveling && out == last)
 }
 
 fn all_runs(ks: &KeyspaceVersion, li: usize) -> Vec<InputRun> {
