@@ -72,6 +72,15 @@ pub trait FileSystem: Send + Sync + Debug {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// True if the path exists.
     fn exists(&self, path: &Path) -> bool;
+    /// Makes `to` a second name of the file `from` (a hard link). The default refuses:
+    /// callers copy instead (as they do when the two paths are on different devices).
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = to;
+        Err(Error::io(
+            from,
+            std::io::Error::new(std::io::ErrorKind::Unsupported, "hard links not supported"),
+        ))
+    }
     /// The same file system reading SSTables with direct I/O (bypassing the page cache),
     /// if it can. Benchmarks use it to make data larger than memory.
     fn with_direct_reads(&self) -> Option<Arc<dyn FileSystem>> {
@@ -262,6 +271,9 @@ impl FileSystem for RealFs {
     }
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::hard_link(from, to).map_err(|e| Error::io(from, e))
     }
     fn with_direct_reads(&self) -> Option<Arc<dyn FileSystem>> {
         Some(Arc::new(DirectReadFs))

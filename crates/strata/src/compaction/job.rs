@@ -76,7 +76,7 @@ pub fn run_compaction(
     let mut tables = Vec::new();
     for input in &task.inputs {
         for f in &input.files {
-            let t = ctx.table_cache.get(f.number())?;
+            let t = ctx.table_cache.get(&f.meta)?;
             range_dels.extend(t.range_tombstones().iter().cloned());
             result.bytes_read += f.meta.size;
             if let Some(tt) = f.meta.oldest_tombstone_time {

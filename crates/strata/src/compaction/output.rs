@@ -177,6 +177,7 @@ impl OutputWriter {
                     None
                 },
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
+                global_seq: None,
             },
         });
         self.lower = upper;

@@ -278,7 +278,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
 /// manifest names it.
 fn open_outputs(inner: &DbInner, edit: &crate::version::VersionEdit) -> Result<()> {
     for f in &edit.new_files {
-        inner.table_cache.get(f.meta.number)?;
+        inner.table_cache.get(&f.meta)?;
     }
     Ok(())
 }

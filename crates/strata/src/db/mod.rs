@@ -12,6 +12,7 @@
 
 mod background;
 mod files;
+mod ingest;
 mod keyspace;
 mod open;
 mod read;
@@ -41,6 +42,7 @@ use crate::wal;
 
 pub(crate) use background::ManualHold;
 pub use files::LiveFile;
+pub use ingest::{IngestOptions, IngestReport, IngestedFile};
 pub use keyspace::Keyspace;
 pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;

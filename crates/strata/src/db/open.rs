@@ -180,7 +180,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
                 Ok(())
             },
         )?;
-        vs.last_seq = vs.last_seq.max(last_seq);
+        vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
         return finish(
             vs,
             mem,
@@ -212,7 +212,8 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     let writer = wal::Writer::new(fs.create(&wal_path)?);
     fs.sync_dir(&dir)?;
     vs.log_number = wal_number;
-    vs.last_seq = vs.last_seq.max(last_seq);
+    // Only now: raised before the replay, it would skip logged writes below it.
+    vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
     vs.write_new_manifest()?;
     let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
     for n in fs.list(&dir)? {
@@ -243,6 +244,17 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         job_ctx,
         opts,
     )
+}
+
+/// The largest global seqno of an ingested file: an ingest takes a seqno without
+/// logging it (`db::ingest`), and new writes must come after it.
+fn ingested_seq(v: &crate::version::Version) -> u64 {
+    v.keyspaces
+        .values()
+        .flat_map(|k| k.files())
+        .filter_map(|f| f.meta.global_seq)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Builds the open database from its recovered parts.

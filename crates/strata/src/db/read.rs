@@ -128,7 +128,7 @@ pub(crate) fn get_in(
         'levels: for level in &tree.levels {
             for run in &level.runs {
                 for f in run.files_for(key) {
-                    let t = table_cache.get(f.number())?;
+                    let t = table_cache.get(&f.meta)?;
                     note_rts(t.range_tombstones(), &mut m.rt_seq);
                     if f.meta.min_seq > snapshot {
                         continue;
@@ -334,7 +334,7 @@ impl Scan {
         if let Some(tree) = sv.version.keyspace(ks) {
             for f in tree.files() {
                 if f.meta.range_tombstones > 0 && f.overlaps(lo, hi) {
-                    let t = inner.table_cache.get(f.number())?;
+                    let t = inner.table_cache.get(&f.meta)?;
                     rts.extend(t.range_tombstones().iter().cloned());
                 }
             }

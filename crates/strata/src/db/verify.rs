@@ -85,7 +85,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
                 ));
             }
             // No block cache: the check reads the disk, and leaves the cache as it was.
-            let table = match SstReader::open(file, f.meta.number, None) {
+            let table = match SstReader::open(file, f.meta.number, None).map(|t| t.with_global_seq(f.meta.global_seq)) {
                 Ok(t) => t,
                 Err(e) => {
                     problems.push(e.to_string());

@@ -379,6 +379,28 @@ impl DbInner {
         r.map(|_| true)
     }
 
+    /// Runs `f` at the head of the write queue: no batch commits and no seqno is handed
+    /// out while it runs, so `f` may take seqnos itself (an ingest does).
+    pub(crate) fn with_writes_held<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let mut q = self.queue.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(id);
+        while q.waiting.front() != Some(&id) {
+            self.queue_cv.wait(&mut q);
+        }
+        drop(q);
+        let r = f();
+        self.queue.lock().waiting.retain(|w| *w != id);
+        self.queue_cv.notify_all();
+        r
+    }
+
+    /// Freezes the memtable; only inside [`with_writes_held`](Self::with_writes_held).
+    pub(crate) fn freeze_memtable_held(&self) -> Result<()> {
+        self.freeze_memtable()
+    }
+
     /// Freezes the memtable (through the write queue, so it is ordered with writes) and
     /// waits until every frozen memtable is flushed.
     pub fn flush_and_wait(&self) -> Result<()> {

@@ -40,7 +40,7 @@ impl RunIter {
         self.idx = idx;
         match self.files.get(idx) {
             Some(f) => {
-                let t = self.cache.get(f.number())?;
+                let t = self.cache.get(&f.meta)?;
                 self.cur = Some(t.iter_with(self.fill));
                 Ok(true)
             }

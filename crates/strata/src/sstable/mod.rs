@@ -1,7 +1,8 @@
 //! Sorted string tables: immutable files of internal entries in internal-key order.
 //!
 //! This module owns the on-disk table format, the writer ([`SstWriter`]), the reader
-//! ([`SstReader`], [`SstIter`]) and the `dump-sst` text summary ([`dump`]).
+//! ([`SstReader`], [`SstIter`]), the `dump-sst` text summary ([`dump`]), and external
+//! files written outside a database for ingest ([`external`]).
 //!
 //! # File layout
 //!
@@ -43,6 +44,7 @@ pub mod block;
 pub mod bloom;
 mod builder;
 mod dump;
+pub mod external;
 pub mod format;
 pub mod index;
 pub mod properties;
@@ -54,6 +56,7 @@ mod tests;
 pub use block::{Block, BlockIter};
 pub use builder::{DataBlockObserver, SstOptions, SstWriter};
 pub use dump::dump;
+pub use external::{ExternalFileInfo, ExternalSstWriter};
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;

@@ -21,7 +21,7 @@ use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
+use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
 
 /// How a read uses the block cache.
@@ -47,6 +47,9 @@ pub struct SstReader {
     props: Properties,
     range_dels: Vec<RangeTombstone>,
     cache: Option<Arc<BlockCache>>,
+    /// Seqno every entry is read with, for an ingested external file (written with
+    /// seqno 0 and one entry per user key, `sstable::external`).
+    global_seq: Option<SeqNo>,
 }
 
 impl std::fmt::Debug for SstReader {
@@ -192,7 +195,21 @@ impl SstReader {
             props,
             range_dels,
             cache,
+            global_seq: None,
         })
+    }
+
+    /// Reads every entry with seqno `seq` instead of its stored one: an ingested
+    /// external file (`db::ingest`), whose entries are stored with seqno 0, one per user
+    /// key, and no range tombstones (`sstable::external` checks all three).
+    pub fn with_global_seq(mut self, seq: Option<SeqNo>) -> SstReader {
+        self.global_seq = seq;
+        self
+    }
+
+    /// The seqno every entry is read with, if this is an ingested file.
+    pub fn global_seq(&self) -> Option<SeqNo> {
+        self.global_seq
     }
 
     /// Reads a data block through the cache.
@@ -243,7 +260,11 @@ impl SstReader {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let target = seek_key(user_key, snapshot.min(MAX_SEQNO));
+        let target = match self.global_seq {
+            Some(g) if g > snapshot => return Ok(None),
+            Some(_) => seek_key(user_key, MAX_SEQNO),
+            None => seek_key(user_key, snapshot.min(MAX_SEQNO)),
+        };
         let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
         };
@@ -256,7 +277,7 @@ impl SstReader {
             return Ok(None);
         }
         match parse_internal_key(it.key()) {
-            Some(p) if p.user_key == user_key => Ok(Some((p.seq, p.kind, it.value().to_vec()))),
+            Some(p) if p.user_key == user_key => Ok(Some((self.global_seq.unwrap_or(p.seq), p.kind, it.value().to_vec()))),
             Some(_) => Ok(None),
             None => Err(Error::corruption(&*self.path, handle.offset, "malformed internal key")),
         }
@@ -275,6 +296,7 @@ impl SstReader {
             table: Arc::clone(self),
             data: None,
             fill,
+            global_key: Vec::new(),
         }
     }
 
@@ -327,11 +349,16 @@ impl SstReader {
 /// Two-level iterator over a table: the index picks the block, the block iterator the
 /// entry. `index` is a block number (`len()` when past either end); `data` is `None`
 /// when unpositioned or past either end.
+///
+/// Over an ingested file read with a global seqno, seeks translate the target to the
+/// stored keys (each user key once, at seqno 0) and `key` returns the current user key
+/// with the global seqno, kept in `global_key`.
 pub struct SstIter {
     table: Arc<SstReader>,
     index: usize,
     data: Option<(u64, BlockIter)>,
     fill: Fill,
+    global_key: Vec<u8>,
 }
 
 impl SstIter {
@@ -393,7 +420,28 @@ impl SstIter {
         if r.is_err() {
             self.data = None;
         }
+        if let (Some(g), Some((_, it))) = (self.table.global_seq, &self.data)
+            && it.valid()
+        {
+            let stored = it.key();
+            let kind = stored.last().copied().unwrap_or(ValueKind::Put as u8);
+            self.global_key.clear();
+            self.global_key.extend_from_slice(crate::key::user_key(stored));
+            self.global_key.extend_from_slice(&((g << 8) | u64::from(kind)).to_be_bytes());
+        }
         r
+    }
+
+    /// With a global seqno: the trailer the current entry is read with, and its user
+    /// key as stored.
+    fn global_current(&self) -> Option<(&[u8], u64)> {
+        let (_, it) = self.data.as_ref()?;
+        if !it.valid() || self.table.global_seq.is_none() {
+            return None;
+        }
+        let t = self.global_key.get(self.global_key.len().checked_sub(TRAILER_LEN)?..)?;
+        let trailer = u64::from_be_bytes(t.try_into().ok()?);
+        Some((crate::key::user_key(it.key()), trailer))
     }
 
     /// Runs `f` on the current block after loading it; `data` stays `None` if the index
@@ -403,6 +451,58 @@ impl SstIter {
             && let Some(d) = self.data_mut()
         {
             f(d)?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits a seek target into user key and trailer (targets may carry kind 0xff, which
+/// `parse_internal_key` refuses).
+fn split_target(target: &[u8]) -> (&[u8], u64) {
+    let uk = crate::key::user_key(target);
+    let trailer = target
+        .get(uk.len()..)
+        .and_then(|t| <[u8; TRAILER_LEN]>::try_from(t).ok())
+        .map_or(u64::MAX, u64::from_be_bytes);
+    (uk, trailer)
+}
+
+impl SstIter {
+    /// `seek` over stored keys read with a global seqno: the first stored entry of a user
+    /// key >= the target's, skipped if its global version sorts before the target.
+    fn seek_global(&mut self, target: &[u8]) -> Result<()> {
+        let (uk, trailer) = split_target(target);
+        let first = seek_key(uk, MAX_SEQNO);
+        self.guard(|s| {
+            s.index = s.table.index.seek(&first);
+            s.position(|d| d.seek(&first))?;
+            s.skip_forward()
+        })?;
+        // Trailers sort descending: a larger one comes first.
+        if let Some((cur, t)) = self.global_current()
+            && cur == uk
+            && t > trailer
+        {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// `seek_for_prev` over stored keys read with a global seqno.
+    fn seek_for_prev_global(&mut self, target: &[u8]) -> Result<()> {
+        let (uk, trailer) = split_target(target);
+        let last = crate::key::last_key_of(uk);
+        self.guard(|s| {
+            let n = s.table.index.len();
+            s.index = s.table.index.seek(&last).min(n.saturating_sub(1));
+            s.position(|d| d.seek_for_prev(&last))?;
+            s.skip_backward()
+        })?;
+        if let Some((cur, t)) = self.global_current()
+            && cur == uk
+            && t < trailer
+        {
+            self.prev()?;
         }
         Ok(())
     }
@@ -431,6 +531,9 @@ impl InternalIterator for SstIter {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
+        if self.table.global_seq.is_some() {
+            return self.seek_global(target);
+        }
         self.guard(|s| {
             s.index = s.table.index.seek(target);
             s.position(|d| d.seek(target))?;
@@ -439,6 +542,9 @@ impl InternalIterator for SstIter {
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        if self.table.global_seq.is_some() {
+            return self.seek_for_prev_global(target);
+        }
         self.guard(|s| {
             // The first block whose fence key is >= target holds the answer or follows it.
             let n = s.table.index.len();
@@ -467,6 +573,9 @@ impl InternalIterator for SstIter {
     }
 
     fn key(&self) -> &[u8] {
+        if self.table.global_seq.is_some() && self.valid() {
+            return &self.global_key;
+        }
         self.data.as_ref().map_or(&[], |(_, it)| it.key())
     }
 

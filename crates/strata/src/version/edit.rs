@@ -31,6 +31,9 @@ pub struct FileMeta {
     pub oldest_tombstone_time: Option<u64>,
     /// Sum of raw key and value bytes of the entries.
     pub raw_bytes: u64,
+    /// For an ingested external file: the seqno all its entries are read with (they are
+    /// stored with seqno 0; `db::ingest`). `None` for files the engine wrote.
+    pub global_seq: Option<SeqNo>,
 }
 
 /// A file added to a keyspace's level, as a piece of a run.

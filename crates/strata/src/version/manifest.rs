@@ -40,7 +40,8 @@
 //! tags, each at most once; all required except 13:
 //! 1 keyspace (u32), 2 level (u32), 3 run, 4 number, 5 size, 6 smallest (bytes),
 //! 7 largest (bytes), 8 min_seq, 9 max_seq, 10 entries, 11 tombstones,
-//! 12 range_tombstones, 13 oldest_tombstone_time (absent = `None`), 14 raw_bytes.
+//! 12 range_tombstones, 13 oldest_tombstone_time (absent = `None`), 14 raw_bytes,
+//! 15 global_seq (absent = `None`; an ingested file, read with this seqno).
 //!
 //! The codec checks syntax only; whether an edit makes sense (seqno ranges, known
 //! keyspaces) is checked when it is applied to a version.
@@ -107,6 +108,7 @@ const NF_TOMBSTONES: u64 = 11;
 const NF_RANGE_TOMBSTONES: u64 = 12;
 const NF_OLDEST_TOMBSTONE_TIME: u64 = 13;
 const NF_RAW_BYTES: u64 = 14;
+const NF_GLOBAL_SEQ: u64 = 15;
 
 impl VersionEdit {
     /// Encodes the edit in the manifest's tagged format (see the module docs).
@@ -245,6 +247,10 @@ fn encode_new_file(nf: &NewFile, out: &mut Vec<u8>) {
         put_varint(out, NF_OLDEST_TOMBSTONE_TIME);
         put_varint(out, t);
     }
+    if let Some(g) = m.global_seq {
+        put_varint(out, NF_GLOBAL_SEQ);
+        put_varint(out, g);
+    }
 }
 
 fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
@@ -253,6 +259,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     let (mut number, mut size, mut smallest, mut largest) = (None, None, None, None);
     let (mut min_seq, mut max_seq, mut entries) = (None, None, None);
     let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) = (None, None, None, None);
+    let mut global_seq = None;
     while !d.is_empty() {
         let at = d.position();
         match d.varint()? {
@@ -270,6 +277,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             NF_RANGE_TOMBSTONES => set_once(&mut range_tombstones, d.varint()?, at)?,
             NF_OLDEST_TOMBSTONE_TIME => set_once(&mut oldest, d.varint()?, at)?,
             NF_RAW_BYTES => set_once(&mut raw_bytes, d.varint()?, at)?,
+            NF_GLOBAL_SEQ => set_once(&mut global_seq, d.varint()?, at)?,
             _ => {
                 return Err(DecodeError {
                     offset: at,
@@ -296,6 +304,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             range_tombstones: range_tombstones.ok_or_else(|| missing("new file lacks its range tombstone count"))?,
             oldest_tombstone_time: oldest,
             raw_bytes: raw_bytes.ok_or_else(|| missing("new file lacks its raw byte count"))?,
+            global_seq,
         },
     })
 }
@@ -571,6 +580,7 @@ mod tests {
                 range_tombstones: 1,
                 oldest_tombstone_time: oldest,
                 raw_bytes: 3000,
+                global_seq: None,
             },
         }
     }
@@ -887,6 +897,7 @@ mod tests {
             (any::<u64>(), any::<u64>(), any::<u64>()),
             proptest::option::of(any::<u64>()),
             any::<u64>(),
+            proptest::option::of(any::<u64>()),
         )
             .prop_map(
                 |(
@@ -897,6 +908,7 @@ mod tests {
                     (entries, tombstones, range_tombstones),
                     oldest_tombstone_time,
                     raw_bytes,
+                    global_seq,
                 )| FileMeta {
                     number,
                     size,
@@ -909,6 +921,7 @@ mod tests {
                     range_tombstones,
                     oldest_tombstone_time,
                     raw_bytes,
+                    global_seq,
                 },
             )
     }

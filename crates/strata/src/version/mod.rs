@@ -384,6 +384,7 @@ mod tests {
             range_tombstones: 0,
             oldest_tombstone_time: None,
             raw_bytes: 2,
+            global_seq: None,
         };
         let add = VersionEdit {
             new_keyspaces: vec![(0, "default".into())],

@@ -1,0 +1,406 @@
+//! Ingest: installing external SSTables (`sstable::external`) into keyspaces, all of
+//! them in one manifest edit.
+//!
+//! Steps, each leaving the database as it was if it fails:
+//! 1. every file is read whole and checked (`sstable::external::inspect`), and the
+//!    files for one keyspace must not overlap each other;
+//! 2. each is hard-linked (or copied, checking the copy's CRC-32C against the read)
+//!    into the database directory under a new file number, synced, and the directory
+//!    synced;
+//! 3. with writes held (this call leads the write queue), memtables that overlap a file
+//!    are flushed, running flushes and compactions are waited for, and no new one
+//!    starts until the edit is in;
+//! 4. the ingest takes one seqno `G` above every write so far, and every file is listed
+//!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
+//!    deepest level above every level holding data in its key range (in the level's
+//!    newest run when the level has one, else a new run); one manifest edit adds them
+//!    all, then the version is installed and `G` becomes visible.
+//!
+//! A crash before the edit is durable leaves unlisted files that the next open deletes;
+//! after it, all of them are in. Snapshots taken before see none of it (their seqno is
+//! below `G`). `G` is not logged in the WAL: recovery raises the seqno counter to the
+//! largest global seqno of a live file (`db::open`).
+//!
+//! Placement keeps the version invariants (`version`): the files are newer than
+//! everything (invariant 2 and 3 need only care about overlapping keys, and no level at
+//! or above the chosen one holds any in the range), and a level's run stays disjoint
+//! because no file of the level overlaps the range. Waiting for running jobs keeps a
+//! merge in progress from writing a file across the new one's range into the same run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Db, DbInner, Keyspace, RESERVED_PREFIX};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::iter::InternalIterator;
+use crate::key::{MAX_SEQNO, SeqNo, seek_key, user_key};
+use crate::sstable::{ExternalFileInfo, external, table_file_name};
+use crate::version::{FileMeta, NewFile, VersionEdit};
+
+/// How [`Db::ingest`] brings files in.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// Hard-link each file into the database directory instead of copying it (falling
+    /// back to a copy when linking fails, e.g. across devices). The database then
+    /// shares the file with its source path: never change or rewrite the source after.
+    pub link_files: bool,
+}
+
+/// One file as installed by an ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedFile {
+    /// The path it was ingested from.
+    pub source: PathBuf,
+    /// The keyspace it went into.
+    pub keyspace: String,
+    /// Its file number in the database (`<number>.sst`).
+    pub number: u64,
+    /// The level it was placed at (0 = newest).
+    pub level: u32,
+    /// Entries.
+    pub entries: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// True if hard-linked, false if copied.
+    pub linked: bool,
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestReport {
+    /// The seqno every ingested entry reads at.
+    pub global_seq: SeqNo,
+    /// The files, in the order given.
+    pub files: Vec<IngestedFile>,
+    /// True if memtables overlapping the files were flushed first.
+    pub flushed_memtable: bool,
+}
+
+impl Db {
+    /// Installs external SSTables (written by
+    /// [`ExternalSstWriter`](crate::sstable::ExternalSstWriter)) into `keyspace`,
+    /// atomically: after a crash at any moment either all of them are in or none. The
+    /// files must not overlap each other. Newer than every write before the call, they
+    /// replace older values of their keys; snapshots taken before do not see them.
+    /// A bad file (another format version, damaged, unsorted, holding seqnos) is an
+    /// error naming it, and nothing changes. See `docs/design/ingest.md`.
+    ///
+    /// ```
+    /// use strata::sstable::ExternalSstWriter;
+    /// use strata::{Db, IngestOptions, Options};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    /// db.put(b"b", b"old").unwrap();
+    /// let before = db.snapshot();
+    /// let path = dir.path().join("f.sst");
+    /// let mut w = ExternalSstWriter::create(&path).unwrap();
+    /// w.put(b"a", b"1").unwrap();
+    /// w.put(b"b", b"2").unwrap();
+    /// w.finish().unwrap();
+    /// let report = db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default()).unwrap();
+    /// assert_eq!(report.files[0].entries, 2);
+    /// assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    /// assert_eq!(before.get(&db.default_keyspace(), b"b").unwrap().as_deref(), Some(&b"old"[..]));
+    /// ```
+    pub fn ingest<P: AsRef<Path>>(&self, keyspace: &Keyspace, files: &[P], opts: IngestOptions) -> Result<IngestReport> {
+        let items: Vec<(&Keyspace, &Path)> = files.iter().map(|p| (keyspace, p.as_ref())).collect();
+        self.ingest_many(&items, opts)
+    }
+
+    /// Like [`ingest`](Self::ingest) for files going into several keyspaces, all in one
+    /// manifest edit with one seqno. A table's keyspaces (`table:...`) are refused:
+    /// tables ingest through their own API, which keeps their indexes consistent.
+    pub fn ingest_many(&self, files: &[(&Keyspace, &Path)], opts: IngestOptions) -> Result<IngestReport> {
+        let mut items = Vec::with_capacity(files.len());
+        for (ks, path) in files {
+            if !std::sync::Arc::ptr_eq(ks.inner(), self.inner()) {
+                return Err(Error::InvalidArgument(
+                    "keyspace belongs to a different database".into(),
+                ));
+            }
+            if ks.name().starts_with(RESERVED_PREFIX) {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {:?} belongs to a table: ingest through the table API",
+                    ks.name()
+                )));
+            }
+            items.push((ks.id(), path.to_path_buf()));
+        }
+        self.inner().ingest(items, &opts)
+    }
+}
+
+/// A checked file on its way in.
+struct Staged {
+    keyspace: u32,
+    info: ExternalFileInfo,
+    number: u64,
+    linked: bool,
+}
+
+impl DbInner {
+    /// Ingests `(keyspace id, path)` pairs in one edit (the table layer calls this for
+    /// its internal keyspaces). See the module docs.
+    pub(crate) fn ingest(&self, items: Vec<(u32, PathBuf)>, opts: &IngestOptions) -> Result<IngestReport> {
+        self.check_open()?;
+        self.check_writable()?;
+        self.background_error()?;
+        if items.is_empty() {
+            return Err(Error::InvalidArgument("no files to ingest".into()));
+        }
+        let fs = self.opts.fs.clone();
+        let names = {
+            let v = self.current().version.clone();
+            let mut names = BTreeMap::new();
+            for (ks, _) in &items {
+                let tree = v
+                    .keyspace(*ks)
+                    .ok_or_else(|| Error::NotFound(format!("keyspace id {ks} (dropped or never created)")))?;
+                names.insert(*ks, tree.name.clone());
+            }
+            names
+        };
+        // 1. Check every file, then that no two files of a keyspace overlap.
+        let mut infos = Vec::with_capacity(items.len());
+        for (ks, path) in &items {
+            infos.push((*ks, external::inspect(fs.as_ref(), path)?));
+        }
+        check_disjoint(&infos, &names)?;
+        // 2. Bring them into the directory.
+        let mut staged: Vec<Staged> = Vec::with_capacity(infos.len());
+        let r = self.stage_all(infos, opts, &mut staged);
+        let r = r.and_then(|()| self.install_ingest(&staged, &names));
+        if r.is_err() {
+            for s in &staged {
+                self.table_cache.evict(s.number);
+                let _ = fs.remove(&self.dir.join(table_file_name(s.number)));
+            }
+        }
+        r
+    }
+
+    fn stage_all(&self, infos: Vec<(u32, ExternalFileInfo)>, opts: &IngestOptions, staged: &mut Vec<Staged>) -> Result<()> {
+        let fs = self.opts.fs.as_ref();
+        for (keyspace, info) in infos {
+            let number = self.versions.lock().new_file_number();
+            let dest = self.dir.join(table_file_name(number));
+            let linked = opts.link_files && fs.hard_link(&info.path, &dest).is_ok();
+            // Pushed first: a failed copy leaves a partial file to remove.
+            staged.push(Staged {
+                keyspace,
+                info,
+                number,
+                linked,
+            });
+            let Some(s) = staged.last() else { continue };
+            if linked {
+                // The source's writer may not have synced it (copied onto shared storage).
+                fs.open_append(&dest)?.sync()?;
+            } else {
+                copy_checked(fs, &s.info, &dest)?;
+            }
+        }
+        // The new names must be durable before the manifest lists them.
+        fs.sync_dir(&self.dir)
+    }
+
+    /// Steps 3 and 4 of the module docs.
+    fn install_ingest(&self, staged: &[Staged], names: &BTreeMap<u32, String>) -> Result<IngestReport> {
+        self.with_writes_held(|| {
+            let flushed_memtable = self.flush_overlapping_memtables(staged)?;
+            let mut bg = self.bg.lock();
+            loop {
+                if let Some(e) = &bg.error {
+                    return Err(Error::Background(e.clone()));
+                }
+                if bg.shutdown {
+                    return Err(Error::Closed);
+                }
+                if bg.compacting == 0 && !bg.flushing && bg.manual == 0 {
+                    break;
+                }
+                self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
+            }
+            let seq = self.last_seq.load(Ordering::Acquire) + 1;
+            if seq > MAX_SEQNO {
+                return Err(Error::InvalidArgument("seqnos exhausted".into()));
+            }
+            let mut vs = self.versions.lock();
+            let version = vs.current();
+            let mut edit = VersionEdit::default();
+            let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+            let mut files = Vec::with_capacity(staged.len());
+            let now = self.opts.clock.now_micros();
+            for s in staged {
+                let tree = version
+                    .keyspace(s.keyspace)
+                    .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
+                let (level, run) = place(tree, &s.info.smallest, &s.info.largest);
+                let run = match run {
+                    Some(r) => r,
+                    None => *fresh_runs
+                        .entry((s.keyspace, level))
+                        .or_insert_with(|| vs.new_file_number()),
+                };
+                let meta = FileMeta {
+                    number: s.number,
+                    size: s.info.file_size,
+                    smallest: s.info.smallest.clone(),
+                    largest: s.info.largest.clone(),
+                    min_seq: seq,
+                    max_seq: seq,
+                    entries: s.info.entries,
+                    tombstones: s.info.deletes,
+                    range_tombstones: 0,
+                    oldest_tombstone_time: (s.info.deletes > 0).then_some(now),
+                    raw_bytes: s.info.raw_bytes,
+                    global_seq: Some(seq),
+                };
+                // Opened (and checked once more) before the manifest names it.
+                self.table_cache.get(&meta)?;
+                files.push(IngestedFile {
+                    source: s.info.path.clone(),
+                    keyspace: names.get(&s.keyspace).cloned().unwrap_or_default(),
+                    number: s.number,
+                    level,
+                    entries: s.info.entries,
+                    bytes: s.info.file_size,
+                    linked: s.linked,
+                });
+                edit.new_files.push(NewFile {
+                    keyspace: s.keyspace,
+                    level,
+                    run,
+                    meta,
+                });
+            }
+            let v = vs.log_and_apply(edit)?;
+            self.install_version(v, None);
+            drop(vs);
+            // Readers see the files only from here on: their seqno was below `seq`.
+            self.last_seq.store(seq, Ordering::Release);
+            self.visible_seq.store(seq, Ordering::Release);
+            drop(bg);
+            self.bg_cv.notify_all();
+            Ok(IngestReport {
+                global_seq: seq,
+                files,
+                flushed_memtable,
+            })
+        })
+    }
+
+    /// Writes held: flushes every memtable if any holds a key (or range tombstone) of a
+    /// staged file's range in its keyspace, since readers look in memtables before any
+    /// SSTable. Returns whether it flushed.
+    fn flush_overlapping_memtables(&self, staged: &[Staged]) -> Result<bool> {
+        let sv = self.current();
+        let mut overlap = false;
+        'outer: for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            for s in staged {
+                let (lo, hi) = (&s.info.smallest, &s.info.largest);
+                if m.range_tombstones(s.keyspace)
+                    .iter()
+                    .any(|t| t.start.as_slice() <= hi.as_slice() && t.end.as_slice() > lo.as_slice())
+                {
+                    overlap = true;
+                    break 'outer;
+                }
+                let mut it = m.iter(s.keyspace);
+                it.seek(&seek_key(lo, MAX_SEQNO))?;
+                if it.valid() && user_key(it.key()) <= hi.as_slice() {
+                    overlap = true;
+                    break 'outer;
+                }
+            }
+        }
+        if !overlap {
+            return Ok(false);
+        }
+        self.freeze_memtable_held()?;
+        let mut bg = self.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(Error::Background(e.clone()));
+            }
+            if bg.shutdown {
+                return Err(Error::Closed);
+            }
+            if self.current().imm.is_empty() {
+                return Ok(true);
+            }
+            self.bg_cv.notify_all();
+            self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
+        }
+    }
+}
+
+/// Where a file with user keys `[lo, hi]` goes: the deepest level above the first level
+/// (from the top) holding a file that overlaps it, or the last level when none does;
+/// in that level's newest run, or a new run (`None`) when the level has no run.
+fn place(tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> (u32, Option<u64>) {
+    let first_overlap = tree
+        .levels
+        .iter()
+        .position(|l| l.files().any(|f| f.overlaps(Some(lo), Some(hi))));
+    let level = match first_overlap {
+        Some(0) => return (0, None),
+        Some(k) => k - 1,
+        None => tree.levels.len().saturating_sub(1),
+    };
+    let run = tree.levels.get(level).and_then(|l| l.runs.first()).map(|r| r.id);
+    (level as u32, run)
+}
+
+/// Refuses files of one keyspace whose key ranges overlap (naming both).
+fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, String>) -> Result<()> {
+    let mut by_ks: BTreeMap<u32, Vec<&ExternalFileInfo>> = BTreeMap::new();
+    for (ks, info) in infos {
+        by_ks.entry(*ks).or_default().push(info);
+    }
+    for (ks, mut files) in by_ks {
+        files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        for w in files.windows(2) {
+            if let [a, b] = w
+                && b.smallest <= a.largest
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "{} and {} overlap in keyspace {:?}: files ingested together must hold disjoint key ranges",
+                    a.path.display(),
+                    b.path.display(),
+                    names.get(&ks).map(String::as_str).unwrap_or("?")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies `info`'s file to `dest` in 1 MiB pieces and syncs it; the copy must have the
+/// CRC-32C `inspect` computed (the source did not change in between).
+fn copy_checked(fs: &dyn FileSystem, info: &ExternalFileInfo, dest: &Path) -> Result<()> {
+    const PIECE: u64 = 1 << 20;
+    let src = fs.open(&info.path)?;
+    let size = src.size();
+    let mut out = fs.create(dest)?;
+    let mut crc = 0u32;
+    let mut at = 0u64;
+    while at < size {
+        let n = PIECE.min(size - at);
+        let buf = src.read_at(at, n as usize)?;
+        crc = crc32c::crc32c_append(crc, &buf);
+        out.append(&buf)?;
+        at += n;
+    }
+    out.sync()?;
+    if size != info.file_size || crc != info.crc32c {
+        return Err(Error::InvalidArgument(format!(
+            "{} changed while it was being ingested",
+            info.path.display()
+        )));
+    }
+    Ok(())
+}
