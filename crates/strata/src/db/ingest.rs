@@ -10,7 +10,8 @@
 //! 3. with writes held (this call leads the write queue), memtables that overlap a file
 //!    are flushed, running flushes and compactions are waited for, and no new one
 //!    starts until the edit is in;
-//! 4. the ingest takes one seqno `G` above every write so far, and every file is listed
+//! 4. the ingest takes one seqno `G` above every write so far (logged in the WAL as an
+//!    empty batch, so the log's seqnos stay contiguous), and every file is listed
 //!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
 //!    deepest level above every level holding data in its key range (in the level's
 //!    newest run when the level has one, else a new run); one manifest edit adds them
@@ -18,8 +19,8 @@
 //!
 //! A crash before the edit is durable leaves unlisted files that the next open deletes;
 //! after it, all of them are in. Snapshots taken before see none of it (their seqno is
-//! below `G`). `G` is not logged in the WAL: recovery raises the seqno counter to the
-//! largest global seqno of a live file (`db::open`).
+//! below `G`). Recovery raises the seqno counter to at least the largest global seqno of
+//! a live file (`db::open`), whether or not the WAL still holds `G`.
 //!
 //! Placement keeps the version invariants (`version`): the files are newer than
 //! everything (invariant 2 and 3 need only care about overlapping keys, and no level at
@@ -228,6 +229,7 @@ impl DbInner {
             if seq > MAX_SEQNO {
                 return Err(Error::InvalidArgument("seqnos exhausted".into()));
             }
+            self.log_seq_held(seq)?;
             let mut vs = self.versions.lock();
             let version = vs.current();
             let mut edit = VersionEdit::default();
@@ -238,7 +240,7 @@ impl DbInner {
                 let tree = version
                     .keyspace(s.keyspace)
                     .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
-                let (level, run) = place(tree, &s.info.smallest, &s.info.largest);
+                let (level, run) = place(&self.opts, tree, &s.info.smallest, &s.info.largest);
                 let run = match run {
                     Some(r) => r,
                     None => *fresh_runs
@@ -340,8 +342,9 @@ impl DbInner {
 
 /// Where a file with user keys `[lo, hi]` goes: the deepest level above the first level
 /// (from the top) holding a file that overlaps it, or the last level when none does;
-/// in that level's newest run, or a new run (`None`) when the level has no run.
-fn place(tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> (u32, Option<u64>) {
+/// in that level's newest run, or when the level has no run, the leveled run id or a new
+/// run (`None`).
+fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> (u32, Option<u64>) {
     let first_overlap = tree
         .levels
         .iter()
@@ -351,7 +354,12 @@ fn place(tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> (u32, 
         Some(k) => k - 1,
         None => tree.levels.len().saturating_sub(1),
     };
-    let run = tree.levels.get(level).and_then(|l| l.runs.first()).map(|r| r.id);
+    let run = match tree.levels.get(level).and_then(|l| l.runs.first()) {
+        Some(r) => Some(r.id),
+        // An empty leveled level gets the one run id every compaction into it uses.
+        None if opts.is_leveled(level, tree.last_level()) => Some(crate::compaction::picker::LEVELED_RUN),
+        None => None,
+    };
     (level as u32, run)
 }
 

@@ -396,6 +396,24 @@ impl DbInner {
         r
     }
 
+    /// Only inside [`with_writes_held`](Self::with_writes_held): logs an empty batch at
+    /// seqno `seq`, which an ingest takes without writing through the queue, so the WAL's
+    /// seqnos stay contiguous for recovery's gap check; the memtable notes it so its
+    /// flush records the flushed point past it.
+    pub(crate) fn log_seq_held(&self, seq: SeqNo) -> Result<()> {
+        let mut record = Vec::new();
+        WriteBatch::new().encode_record(seq, &mut record);
+        let mut wal_guard = self.wal.lock();
+        let w = wal_guard.as_mut().ok_or(Error::Closed)?;
+        if let Err(e) = w.writer.add_record(&record).and_then(|_| w.writer.flush()) {
+            return Err(self.fail(e));
+        }
+        Counters::add(&self.counters.wal_bytes, (record.len() + crate::wal::HEADER_LEN) as u64);
+        drop(wal_guard);
+        self.current().mem.note_seq(seq);
+        Ok(())
+    }
+
     /// Freezes the memtable; only inside [`with_writes_held`](Self::with_writes_held).
     pub(crate) fn freeze_memtable_held(&self) -> Result<()> {
         self.freeze_memtable()

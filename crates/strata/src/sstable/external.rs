@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::builder::{SstOptions, SstWriter};
-use super::format::FORMAT_VERSION;
+use super::format::{FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
 use super::reader::{Fill, SstReader};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs, WritableFile};
@@ -261,14 +261,24 @@ impl ExternalSstWriter {
 pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
     let file = fs.open(path)?;
     let file_size = file.size();
-    let reader = Arc::new(SstReader::open(file.clone(), 0, None)?);
     let bad = |reason: String| Error::InvalidArgument(format!("{}: {reason}", path.display()));
-    let version = reader.footer().version;
-    if version != FORMAT_VERSION {
-        return Err(bad(format!(
-            "table format version {version}; ingest takes version {FORMAT_VERSION} only"
-        )));
+    // The version first, from the raw footer (magic at 64, version at 72): a table of
+    // another version is refused as such, whether or not this build could read it.
+    if let Some(at) = file_size.checked_sub(FOOTER_LEN as u64) {
+        let footer = file.read_at(at, FOOTER_LEN)?;
+        if let (Some(magic), Some(version)) = (footer.get(64..72), footer.get(72..76))
+            && magic == TABLE_MAGIC.to_le_bytes()
+        {
+            let version = u32::from_le_bytes(version.try_into().unwrap_or([0; 4]));
+            if version != FORMAT_VERSION {
+                return Err(bad(format!(
+                    "table format version {version}; ingest takes version {FORMAT_VERSION} only"
+                )));
+            }
+        }
     }
+    let reader = Arc::new(SstReader::open(file.clone(), 0, None)?);
+    let version = reader.footer().version;
     let props = reader.properties();
     if !reader.range_tombstones().is_empty() || props.range_deletes > 0 || props.deferred_deletes > 0 {
         return Err(bad("holds range or deferred deletes, which external files cannot".into()));
@@ -330,7 +340,7 @@ pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
     })
 }
 
-/// CRC-32C of a whole file, read in 1 MiB pieces.
+/// CRC-32C of a whole file, read in 1 MiB pieces (the ingest's copy checks it).
 fn whole_file_crc(file: &dyn crate::fs::RandomAccessFile) -> Result<u32> {
     const PIECE: u64 = 1 << 20;
     let size = file.size();

@@ -124,6 +124,14 @@ pub enum Op {
     },
     WaitForBackground,
     Reopen,
+    /// External SSTables built from `entries` (key, `Some(vlen)` put or `None` delete;
+    /// a key's last entry wins), split into `files` disjoint files, ingested in one call.
+    Ingest {
+        ks: usize,
+        entries: Vec<(u16, Option<usize>)>,
+        files: usize,
+        link: bool,
+    },
 }
 
 fn key_idx() -> impl Strategy<Value = u16> {
@@ -183,6 +191,13 @@ pub fn op(nks: usize) -> impl Strategy<Value = Op> {
         1 => (0..nks, bound(), bound()).prop_map(|(ks, lo, hi)| Op::CompactKeyspace { ks, lo, hi }),
         1 => Just(Op::WaitForBackground),
         1 => Just(Op::Reopen),
+        3 => (
+            0..nks,
+            proptest::collection::vec((key_idx(), prop_oneof![1 => Just(None), 5 => vlen().prop_map(Some)]), 1..40),
+            1usize..4,
+            any::<bool>()
+        )
+            .prop_map(|(ks, entries, files, link)| Op::Ingest { ks, entries, files, link }),
     ]
 }
 
@@ -236,6 +251,7 @@ fn written_bytes(op: &Op) -> u64 {
         Op::DeleteRange { .. } => 10,
         Op::Batch(ops) => ops.iter().map(w).sum(),
         Op::Fill { count, vlen, .. } => *count as u64 * (5 + *vlen as u64),
+        Op::Ingest { entries, .. } => entries.iter().map(|(_, v)| 5 + v.unwrap_or(0) as u64).sum(),
         _ => 0,
     }
 }
@@ -590,7 +606,58 @@ impl Harness {
                 self.observe_shape();
             }
             Op::Reopen => self.reopen()?,
+            Op::Ingest {
+                ks,
+                entries,
+                files,
+                link,
+            } => self.ingest(*ks, entries, *files, *link)?,
         }
+        Ok(())
+    }
+
+    /// Writes `entries` into `files` external SSTables with disjoint key ranges and
+    /// ingests them into keyspace `ks` in one call.
+    fn ingest(&mut self, ks: usize, entries: &[(u16, Option<usize>)], files: usize, link: bool) -> Result<(), String> {
+        let tag = self.tag;
+        let last: BTreeMap<u16, Option<usize>> = entries.iter().copied().collect();
+        let last: Vec<(u16, Option<usize>)> = last.into_iter().collect();
+        let ext = self.dir.path().join("external");
+        std::fs::create_dir_all(&ext).map_err(|e| e.to_string())?;
+        let per = last.len().div_ceil(files.max(1));
+        let mut paths = Vec::new();
+        for (i, chunk) in last.chunks(per.max(1)).enumerate() {
+            let path = ext.join(format!("{tag}-{i}.sst"));
+            let mut w = strata::sstable::ExternalSstWriter::create(&path).map_err(|e| format!("writer: {e}"))?;
+            for (k, v) in chunk {
+                match v {
+                    Some(vlen) => w.put(&key(*k), &value(tag, *k, *vlen)),
+                    None => w.delete(&key(*k)),
+                }
+                .map_err(|e| format!("writer add: {e}"))?;
+            }
+            w.finish().map_err(|e| format!("writer finish: {e}"))?;
+            paths.push(path);
+        }
+        let opts = strata::IngestOptions { link_files: link };
+        self.db()
+            .ingest(&self.ks[ks], &paths, opts)
+            .map_err(|e| format!("ingest: {e}"))?;
+        for (k, v) in &last {
+            match v {
+                Some(vlen) => {
+                    self.model[ks].insert(key(*k), value(tag, *k, *vlen));
+                }
+                None => {
+                    self.model[ks].remove(&key(*k));
+                }
+            }
+        }
+        for p in paths {
+            // Linked files share the inode: removing the source name keeps the data.
+            std::fs::remove_file(p).map_err(|e| e.to_string())?;
+        }
+        self.observe_shape();
         Ok(())
     }
 

@@ -57,6 +57,9 @@ impl FileSystem for NoSyncFs {
     fn sync_dir(&self, _dir: &Path) -> strata::Result<()> {
         Ok(())
     }
+    fn hard_link(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        RealFs.hard_link(from, to)
+    }
     fn exists(&self, path: &Path) -> bool {
         RealFs.exists(path)
     }
