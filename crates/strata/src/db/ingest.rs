@@ -4,7 +4,7 @@
 //! Steps, each leaving the database as it was if it fails:
 //! 1. every file is read whole and checked (`sstable::external::inspect`), and the
 //!    files for one keyspace must not overlap each other;
-//! 2. each is hard-linked (or copied, checking the copy's CRC-32C against the read)
+//! 2. each is hard-linked (or copied, checking the copy's digest against the read)
 //!    into the database directory under a new file number, synced, and the directory
 //!    synced;
 //! 3. with writes held (this call leads the write queue), memtables that overlap a file
@@ -130,7 +130,7 @@ impl Db {
             }
             items.push((ks.id(), path.to_path_buf()));
         }
-        self.inner().ingest(items, &opts)
+        self.inner().ingest(items, &opts, &|_| Ok(()))
     }
 }
 
@@ -144,8 +144,14 @@ struct Staged {
 
 impl DbInner {
     /// Ingests `(keyspace id, path)` pairs in one edit (the table layer calls this for
-    /// its internal keyspaces). See the module docs.
-    pub(crate) fn ingest(&self, items: Vec<(u32, PathBuf)>, opts: &IngestOptions) -> Result<IngestReport> {
+    /// its internal keyspaces, with `check` judging the files once they are read, before
+    /// anything changes). See the module docs.
+    pub(crate) fn ingest(
+        &self,
+        items: Vec<(u32, PathBuf)>,
+        opts: &IngestOptions,
+        check: &dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()>,
+    ) -> Result<IngestReport> {
         self.check_open()?;
         self.check_writable()?;
         self.background_error()?;
@@ -170,6 +176,7 @@ impl DbInner {
             infos.push((*ks, external::inspect(fs.as_ref(), path)?));
         }
         check_disjoint(&infos, &names)?;
+        check(&infos)?;
         // 2. Bring them into the directory.
         let mut staged: Vec<Staged> = Vec::with_capacity(infos.len());
         let r = self.stage_all(infos, opts, &mut staged);
@@ -388,23 +395,23 @@ fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, Strin
 }
 
 /// Copies `info`'s file to `dest` in 1 MiB pieces and syncs it; the copy must have the
-/// CRC-32C `inspect` computed (the source did not change in between).
+/// digest `inspect` computed (the source did not change in between).
 fn copy_checked(fs: &dyn FileSystem, info: &ExternalFileInfo, dest: &Path) -> Result<()> {
     const PIECE: u64 = 1 << 20;
     let src = fs.open(&info.path)?;
     let size = src.size();
     let mut out = fs.create(dest)?;
-    let mut crc = 0u32;
+    let mut digest = crate::sstable::FileDigest::default();
     let mut at = 0u64;
     while at < size {
         let n = PIECE.min(size - at);
         let buf = src.read_at(at, n as usize)?;
-        crc = crc32c::crc32c_append(crc, &buf);
+        digest.update(&buf);
         out.append(&buf)?;
         at += n;
     }
     out.sync()?;
-    if size != info.file_size || crc != info.crc32c {
+    if size != info.file_size || digest.finish() != info.digest {
         return Err(Error::InvalidArgument(format!(
             "{} changed while it was being ingested",
             info.path.display()

@@ -40,20 +40,78 @@ pub struct ExternalFileInfo {
     pub raw_bytes: u64,
     /// File size in bytes.
     pub file_size: u64,
-    /// CRC-32C of the whole file (each block also carries its own checksum).
-    pub crc32c: u32,
+    /// [`FileDigest`] of the whole file (each block also carries its own checksum).
+    pub digest: u64,
+}
+
+/// A 64-bit digest of a file's bytes (a multiply-rotate hash over 8-byte words), to
+/// tell one build's files from another's. Not a CRC: every block and the footer of a
+/// table end in their own CRC-32C, and a CRC over data followed by its CRC is a
+/// constant, so a CRC over a whole table depends only on its block lengths.
+#[derive(Debug, Clone, Default)]
+pub struct FileDigest {
+    h: u64,
+    pending: [u8; 8],
+    pending_len: usize,
+    total: u64,
+}
+
+impl FileDigest {
+    const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.h = (self.h ^ w).wrapping_mul(Self::MUL).rotate_left(29);
+    }
+
+    /// Adds bytes.
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.pending_len > 0 {
+            let n = (8 - self.pending_len).min(data.len());
+            self.pending[self.pending_len..self.pending_len + n].copy_from_slice(&data[..n]);
+            self.pending_len += n;
+            data = &data[n..];
+            if self.pending_len < 8 {
+                return;
+            }
+            self.word(u64::from_le_bytes(self.pending));
+            self.pending_len = 0;
+        }
+        let mut words = data.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.word(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.pending_len = rest.len();
+    }
+
+    /// The digest of everything added.
+    pub fn finish(mut self) -> u64 {
+        if self.pending_len > 0 {
+            let mut b = [0u8; 8];
+            b[..self.pending_len].copy_from_slice(&self.pending[..self.pending_len]);
+            self.word(u64::from_le_bytes(b));
+        }
+        let total = self.total;
+        self.word(total);
+        self.h
+    }
 }
 
 /// Counts a file's bytes and checksum as they are appended.
 struct Summing {
     inner: Box<dyn WritableFile>,
-    crc: u32,
+    digest: FileDigest,
 }
 
 impl WritableFile for Summing {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         self.inner.append(data)?;
-        self.crc = crc32c::crc32c_append(self.crc, data);
+        self.digest.update(data);
         Ok(())
     }
     fn flush(&mut self) -> Result<()> {
@@ -144,7 +202,7 @@ impl ExternalSstWriter {
         }
         let sums = Arc::new(parking_lot::Mutex::new(Summing {
             inner: fs.create(&path)?,
-            crc: 0,
+            digest: FileDigest::default(),
         }));
         let builder = SstWriter::new(Box::new(SharedSumming(sums.clone())), path.clone(), opts);
         Ok(ExternalSstWriter {
@@ -237,7 +295,7 @@ impl ExternalSstWriter {
             )));
         }
         let (size, _props) = self.builder.finish()?;
-        let crc = self.sums.lock().crc;
+        let digest = self.sums.lock().digest.clone().finish();
         Ok(ExternalFileInfo {
             path: self.path,
             format_version: FORMAT_VERSION,
@@ -247,7 +305,7 @@ impl ExternalSstWriter {
             deletes: self.deletes,
             raw_bytes: self.raw_bytes,
             file_size: size,
-            crc32c: crc,
+            digest,
         })
     }
 }
@@ -255,8 +313,7 @@ impl ExternalSstWriter {
 /// Reads an external file whole and checks that an ingest may take it: the current
 /// format version, every block's checksum, seqno 0 throughout, strictly increasing user
 /// keys, only puts and deletes, no range tombstones, and counts that agree with the
-/// properties block. Returns what it holds (the CRC-32C of the whole file is computed
-/// from the same read). A bad file is an error naming the file (and, for damage, the
+/// properties block. Returns what it holds, with the file's [`FileDigest`]. A bad file is an error naming the file (and, for damage, the
 /// offset); the file is never changed.
 pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
     let file = fs.open(path)?;
@@ -326,7 +383,7 @@ pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
     if entries != props.entries || smallest != props.smallest_user_key || last != props.largest_user_key {
         return Err(bad("entries disagree with the properties block".into()));
     }
-    let crc = whole_file_crc(file.as_ref())?;
+    let digest = file_digest(file.as_ref())?;
     Ok(ExternalFileInfo {
         path: path.to_path_buf(),
         format_version: version,
@@ -336,23 +393,22 @@ pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
         deletes,
         raw_bytes,
         file_size,
-        crc32c: crc,
+        digest,
     })
 }
 
-/// CRC-32C of a whole file, read in 1 MiB pieces (the ingest's copy checks it).
-fn whole_file_crc(file: &dyn crate::fs::RandomAccessFile) -> Result<u32> {
+/// The [`FileDigest`] of a whole file, read in 1 MiB pieces.
+fn file_digest(file: &dyn crate::fs::RandomAccessFile) -> Result<u64> {
     const PIECE: u64 = 1 << 20;
     let size = file.size();
-    let mut crc = 0u32;
+    let mut d = FileDigest::default();
     let mut at = 0u64;
     while at < size {
         let n = PIECE.min(size - at);
-        let buf = file.read_at(at, n as usize)?;
-        crc = crc32c::crc32c_append(crc, &buf);
+        d.update(&file.read_at(at, n as usize)?);
         at += n;
     }
-    Ok(crc)
+    Ok(d.finish())
 }
 
 #[cfg(test)]
@@ -377,7 +433,36 @@ mod tests {
         assert_eq!((info.smallest.as_slice(), info.largest.as_slice()), (&b"b"[..], &b"d"[..]));
         let again = inspect(&RealFs, &path).unwrap();
         assert_eq!(again, info);
-        assert_eq!(info.crc32c, crc32c::crc32c(&std::fs::read(&path).unwrap()));
+        let mut d = FileDigest::default();
+        d.update(&std::fs::read(&path).unwrap());
+        assert_eq!(info.digest, d.finish());
+    }
+
+    #[test]
+    fn digests_tell_tables_of_equal_shape_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut digests = Vec::new();
+        for f in 0..2u8 {
+            let path = dir.path().join(format!("{f}.sst"));
+            let mut w = ExternalSstWriter::create(&path).unwrap();
+            for i in 0..3000u32 {
+                w.put(format!("key{i:06}").as_bytes(), &[f; 30]).unwrap();
+            }
+            let info = w.finish().unwrap();
+            assert_eq!(info.digest, inspect(&RealFs, &path).unwrap().digest);
+            digests.push((info.file_size, info.digest));
+        }
+        assert_eq!(digests[0].0, digests[1].0, "same sizes");
+        assert_ne!(digests[0].1, digests[1].1, "a whole-file CRC-32C would be equal here");
+        // Split updates agree with one.
+        let bytes = std::fs::read(dir.path().join("0.sst")).unwrap();
+        let mut a = FileDigest::default();
+        a.update(&bytes);
+        let mut b = FileDigest::default();
+        for c in bytes.chunks(7777) {
+            b.update(c);
+        }
+        assert_eq!(a.finish(), b.finish());
     }
 
     #[test]

@@ -56,7 +56,7 @@ mod tests;
 pub use block::{Block, BlockIter};
 pub use builder::{DataBlockObserver, SstOptions, SstWriter};
 pub use dump::dump;
-pub use external::{ExternalFileInfo, ExternalSstWriter};
+pub use external::{ExternalFileInfo, ExternalSstWriter, FileDigest};
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;

@@ -38,6 +38,7 @@ pub mod check;
 mod deferred;
 mod eager;
 pub mod encoding;
+mod ingest;
 pub mod layout;
 pub(crate) mod purge;
 pub(crate) mod runtime;
@@ -45,6 +46,7 @@ pub mod schema;
 pub mod select;
 pub mod txn;
 pub mod value;
+pub mod writer;
 
 use std::sync::Arc;
 

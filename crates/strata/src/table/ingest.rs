@@ -1,0 +1,190 @@
+//! `Table::ingest`: installing a [`TableWriter`](super::writer::TableWriter)'s files,
+//! the primary and every index, in one manifest edit (`db::ingest` below does the
+//! placement, seqno and atomicity).
+//!
+//! Before anything changes it checks that the files were built for this table's shape
+//! (fields, primary key, indexes; the name and maintenance mode may differ, since the
+//! entries are the same), that each holds one entry per row and the checksum the
+//! descriptor records (the digest), and insert semantics: no ingested primary key may exist in the
+//! table already (an eager index would keep the old row's entries), and no unique key
+//! may be held by a live row. Those checks read the table key by key only where it has
+//! entries in a file's key range.
+//!
+//! It holds the table's DDL lock exclusively, so no statement runs between the checks
+//! and the install, and no index is created or dropped meanwhile.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Table;
+use super::layout::{IndexLayout, Layout};
+use super::value::Value;
+use super::schema::Schema;
+use super::writer::TableFiles;
+use crate::db::{IngestOptions, IngestReport, Keyspace};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::user_key;
+use crate::sstable::{ExternalFileInfo, Fill, SstReader};
+
+impl Table {
+    /// Installs the files a [`TableWriter`](super::writer::TableWriter) wrote to `dir`
+    /// into this table, atomically (all files in one manifest edit, one seqno), with
+    /// insert semantics: a row whose primary key exists already is an
+    /// [`Error::Constraint`]; files built for another shape of table are an
+    /// [`Error::SchemaMismatch`]. Either way nothing changes. See the module docs of
+    /// `table::ingest` and `db::ingest`.
+    pub fn ingest(&self, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
+        let files = TableFiles::open(dir.as_ref())?;
+        let _ddl = self.db.ddl.write();
+        let rt = self.runtime()?;
+        let layout = &rt.layout;
+        same_shape(&layout.schema, &files.schema)?;
+        if let Some(ix) = layout.indexes.iter().find(|i| i.building) {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?} of table {:?} is being built: ingest after it is ready",
+                ix.name, layout.name
+            )));
+        }
+        let paths = files.files();
+        let mut items: Vec<(u32, PathBuf)> = vec![(layout.primary, paths[0].1.clone())];
+        for (ix, (_, path, _, _)) in layout.indexes.iter().zip(&paths[1..]) {
+            items.push((ix.keyspace, path.clone()));
+        }
+        let expected: Vec<(String, u64, u64)> = paths.iter().map(|(w, _, n, c)| (w.clone(), *n, *c)).collect();
+        let rows = files.rows;
+        let db = self.db.clone();
+        let primary = layout.primary;
+        let table = layout.name.clone();
+        let layout = layout.clone();
+        let check = move |infos: &[(u32, ExternalFileInfo)]| -> Result<()> {
+            for ((_, info), (what, entries, crc)) in infos.iter().zip(&expected) {
+                if info.entries != *entries || info.entries != rows || info.digest != *crc || info.deletes > 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: the {what} file holds {} entries with digest {:016x}; the descriptor says {entries} \
+                         ({rows} rows) with {crc:016x}: the files are not one table writer's output",
+                        info.path.display(),
+                        info.entries,
+                        info.digest
+                    )));
+                }
+            }
+            let Some((_, pinfo)) = infos.first() else {
+                return Ok(());
+            };
+            refuse_existing_rows(&db, primary, pinfo, &table)?;
+            for (ks, info) in infos.iter().skip(1) {
+                if let Some(ix) = layout.indexes.iter().find(|i| i.unique && i.keyspace == *ks) {
+                    refuse_unique_duplicates(&db, &layout, ix, info)?;
+                }
+            }
+            Ok(())
+        };
+        self.db.ingest(items, &opts, &check)
+    }
+}
+
+/// The same fields, primary key and indexes (by name, fields and uniqueness).
+fn same_shape(table: &Schema, files: &Schema) -> Result<()> {
+    let shape = |s: &Schema| {
+        let fields: Vec<String> = s
+            .fields
+            .iter()
+            .map(|f| format!("{} {}{}", f.name, f.ty, if f.nullable { " null" } else { "" }))
+            .collect();
+        let indexes: Vec<String> = s
+            .indexes
+            .iter()
+            .map(|i| format!("{} {} ({})", i.name, i.unique, i.fields.join(", ")))
+            .collect();
+        (fields, s.primary_key.clone(), indexes)
+    };
+    if shape(table) != shape(files) {
+        return Err(Error::SchemaMismatch(format!(
+            "the files were built for `{files}`, the table is `{table}`"
+        )));
+    }
+    Ok(())
+}
+
+/// A live key of keyspace `ks` in `[lo, hi]`, at the current moment.
+fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> Result<bool> {
+    let keyspace = Keyspace::new(db.clone(), ks, Arc::from(""));
+    let mut scan = keyspace.scan((
+        std::ops::Bound::Included(lo.to_vec()),
+        std::ops::Bound::Included(hi.to_vec()),
+    ))?;
+    Ok(scan.next().transpose()?.is_some())
+}
+
+/// Insert semantics: refuses the ingest if a primary key of the file exists in the table.
+/// Reads the table key by key only when it has rows in the file's range.
+fn refuse_existing_rows(db: &Arc<crate::db::DbInner>, primary: u32, info: &ExternalFileInfo, table: &str) -> Result<()> {
+    if !has_live_key(db, primary, &info.smallest, &info.largest)? {
+        return Ok(());
+    }
+    let keyspace = Keyspace::new(db.clone(), primary, Arc::from(""));
+    let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
+    let mut it = reader.iter_with(Fill::Bypass);
+    it.seek_to_first()?;
+    while it.valid() {
+        let pk = user_key(it.key());
+        if keyspace.get(pk)?.is_some() {
+            return Err(Error::Constraint(format!(
+                "table {table:?} already has a row with a primary key in {}: ingest inserts, it does not replace",
+                info.path.display()
+            )));
+        }
+        it.next()?;
+    }
+    Ok(())
+}
+
+/// Insert semantics for a unique index: refuses the ingest if a live row of the table
+/// holds the key of an entry of the file (NULLs aside). Reads key by key only when the
+/// index has entries in the file's range; entries are validated against their rows (a
+/// deferred index may hold stale ones).
+fn refuse_unique_duplicates(
+    db: &Arc<crate::db::DbInner>,
+    layout: &Layout,
+    ix: &IndexLayout,
+    info: &ExternalFileInfo,
+) -> Result<()> {
+    if !has_live_key(db, ix.keyspace, &info.smallest, &info.largest)? {
+        return Ok(());
+    }
+    let index = Keyspace::new(db.clone(), ix.keyspace, Arc::from(""));
+    let primary = Keyspace::new(db.clone(), layout.primary, Arc::from(""));
+    let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
+    let mut it = reader.iter_with(Fill::Bypass);
+    it.seek_to_first()?;
+    while it.valid() {
+        let (ukey, _) = layout.split_secondary(ix, user_key(it.key()))?;
+        let values = ix.shape.decode(ukey)?;
+        if !values.iter().any(Value::is_null) {
+            let hi = super::encoding::prefix_successor(ukey);
+            let scan = match &hi {
+                Some(hi) => index.scan(ukey..hi.as_slice())?,
+                None => index.scan(ukey..)?,
+            };
+            for item in scan {
+                let (key, _) = item?;
+                let (_, other_pk) = layout.split_secondary(ix, &key)?;
+                if let Some(bytes) = primary.get(other_pk)? {
+                    let mut k = Vec::new();
+                    ix.shape.encode_row_key(&layout.decode(&bytes)?, &mut k);
+                    if k == ukey {
+                        return Err(Error::Constraint(format!(
+                            "unique index {:?} of table {:?} already holds the key {} of an ingested row",
+                            ix.name,
+                            layout.name,
+                            super::format_values(&values)
+                        )));
+                    }
+                }
+            }
+        }
+        it.next()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! `TableWriter` + `Table::ingest`: a table's primary and index files built outside the
+//! database and installed in one edit; `check` passes after it; later replaces and
+//! deletes of ingested rows keep the indexes right in both maintenance modes; bad input
+//! (schema mismatch, mixed-up files, existing rows, unsorted rows, unique duplicates)
+//! refused with nothing changed.
+
+use std::ops::Bound;
+use std::path::Path;
+
+use strata::table::check::CheckOptions;
+use strata::table::schema::Schema;
+use strata::table::value::Value;
+use strata::table::writer::{TableFiles, TableWriter};
+use strata::{Db, Error, IngestOptions, Options};
+
+fn schema(mode: &str) -> Schema {
+    Schema::parse(&format!(
+        "table users (id u64, name str, age i64, email str null) primary key (id) \
+         index by_age (age) index by_email unique (email) {mode}"
+    ))
+    .unwrap()
+}
+
+fn small() -> Options {
+    Options {
+        memtable_budget: 16 << 10,
+        target_file_size: 16 << 10,
+        block_size: 1024,
+        l0_compaction_trigger: 2,
+        ..Options::default()
+    }
+}
+
+fn row(id: u64) -> Vec<Value> {
+    vec![
+        Value::U64(id),
+        Value::from(format!("user{id}").as_str()),
+        Value::I64((id % 50) as i64),
+        if id % 7 == 0 {
+            Value::Null
+        } else {
+            Value::from(format!("u{id}@x").as_str())
+        },
+    ]
+}
+
+fn write(schema: &Schema, dir: &Path, ids: impl IntoIterator<Item = u64>) -> TableFiles {
+    let mut w = TableWriter::create(schema, dir).unwrap();
+    for id in ids {
+        w.add(&row(id)).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn ids_by_age(t: &strata::table::Table, age: i64) -> Vec<u64> {
+    t.select("by_age")
+        .range(Bound::Included(Value::I64(age)), Bound::Included(Value::I64(age)))
+        .rows()
+        .unwrap()
+        .map(|r| match r.unwrap()[0] {
+            Value::U64(id) => id,
+            ref v => panic!("id {v:?}"),
+        })
+        .collect()
+}
+
+fn check_ok(db: &Db, compact_first: bool) {
+    let report = db.check(CheckOptions { compact_first }).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+fn ingest_then_change(mode: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let t = db.create_table(schema(mode)).unwrap();
+    let files = write(&schema(mode), &tmp.path().join("load"), 0..2000);
+    assert_eq!(files.rows, 2000);
+    let report = t.ingest(&files.dir, IngestOptions::default()).unwrap();
+    assert_eq!(report.files.len(), 3);
+    assert!(report.files.iter().all(|f| f.entries == 2000));
+    assert_eq!(t.count().unwrap(), 2000);
+    assert_eq!(t.get(&[Value::U64(77)]).unwrap(), Some(row(77)));
+    assert_eq!(ids_by_age(&t, 3), (0..2000).filter(|i| i % 50 == 3).collect::<Vec<_>>());
+    let by_email: Vec<_> = t
+        .select("by_email")
+        .range(
+            Bound::Included(Value::from("u10@x")),
+            Bound::Included(Value::from("u10@x")),
+        )
+        .rows()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(by_email, vec![row(10)]);
+    check_ok(&db, false);
+
+    // Replace (age 3 -> 49 for id 3), delete id 53, update id 103, then compact.
+    let mut moved = row(3);
+    moved[2] = Value::I64(49);
+    t.replace(moved.clone()).unwrap();
+    t.delete(&[Value::U64(53)]).unwrap();
+    assert!(t.update(&[Value::U64(103)], &[("age", Value::I64(48))]).unwrap());
+    let want3: Vec<u64> = (0..2000).filter(|i| i % 50 == 3 && ![3, 53, 103].contains(i)).collect();
+    assert_eq!(ids_by_age(&t, 3), want3);
+    assert!(ids_by_age(&t, 49).contains(&3));
+    assert!(ids_by_age(&t, 48).contains(&103));
+    // A new row may reuse a deleted row's unique email.
+    let mut reuse = row(5000);
+    reuse[3] = Value::from("u53@x");
+    t.insert(reuse).unwrap();
+    db.compact_range().unwrap();
+    db.wait_for_background().unwrap();
+    assert_eq!(ids_by_age(&t, 3), want3);
+    assert_eq!(t.count().unwrap(), 2000);
+    check_ok(&db, true);
+    // After a reopen too.
+    drop(t);
+    db.close().unwrap();
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let t = db.table("users").unwrap();
+    assert_eq!(ids_by_age(&t, 3), want3);
+    assert_eq!(t.get(&[Value::U64(3)]).unwrap(), Some(moved));
+    check_ok(&db, true);
+}
+
+#[test]
+fn ingested_rows_replace_and_delete_with_eager_indexes() {
+    ingest_then_change("eager");
+}
+
+#[test]
+fn ingested_rows_replace_and_delete_with_deferred_indexes() {
+    ingest_then_change("deferred");
+}
+
+#[test]
+fn ingest_beside_existing_rows_and_snapshots_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let t = db.create_table(schema("deferred")).unwrap();
+    for id in 10_000..10_050 {
+        t.insert(row(id)).unwrap();
+    }
+    let snap = db.snapshot();
+    let files = write(&schema("deferred"), &tmp.path().join("load"), 0..500);
+    t.ingest(&files.dir, IngestOptions { link_files: true }).unwrap();
+    assert_eq!(t.count().unwrap(), 550);
+    let primary = db.keyspace("table:users").unwrap();
+    assert_eq!(snap.scan(&primary, ..).unwrap().count(), 50);
+    check_ok(&db, false);
+    check_ok(&db, true);
+}
+
+#[test]
+fn bad_table_files_are_refused_and_nothing_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let t = db.create_table(schema("eager")).unwrap();
+    t.insert(row(100)).unwrap();
+    let seq = db.last_seq();
+    let unchanged = |what: &str| {
+        assert_eq!(db.last_seq(), seq, "{what}");
+        assert_eq!(t.count().unwrap(), 1, "{what}");
+        check_ok(&db, false);
+    };
+
+    // Another shape of table.
+    let other = Schema::parse("table users (id u64, name str) primary key (id)").unwrap();
+    let mut w = TableWriter::create(&other, tmp.path().join("other")).unwrap();
+    w.add(&[Value::U64(1), Value::from("x")]).unwrap();
+    let f = w.finish().unwrap();
+    match t.ingest(&f.dir, IngestOptions::default()) {
+        Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for"), "{m}"),
+        other => panic!("expected a schema mismatch, got {other:?}"),
+    }
+    unchanged("schema mismatch");
+
+    // An index file from another build of the same table.
+    let a = write(&schema("eager"), &tmp.path().join("a"), 0..50);
+    let b = write(&schema("eager"), &tmp.path().join("b"), 50..100);
+    std::fs::copy(b.dir.join("index-0.sst"), a.dir.join("index-0.sst")).unwrap();
+    let e = t.ingest(&a.dir, IngestOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("not one table writer's output"), "{e}");
+    unchanged("mixed files");
+
+    // A primary key the table has.
+    let c = write(&schema("eager"), &tmp.path().join("c"), 90..110);
+    match t.ingest(&c.dir, IngestOptions::default()) {
+        Err(Error::Constraint(m)) => assert!(m.contains("already has a row"), "{m}"),
+        other => panic!("expected a constraint error, got {other:?}"),
+    }
+    unchanged("existing row");
+
+    // No descriptor (an unfinished writer).
+    let e = t.ingest(tmp.path().join("nothing"), IngestOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("TABLE"), "{e}");
+    unchanged("missing descriptor");
+
+    // A key range beside the existing row goes in.
+    let d = write(&schema("eager"), &tmp.path().join("d"), 101..200);
+    t.ingest(&d.dir, IngestOptions::default()).unwrap();
+    assert_eq!(t.count().unwrap(), 100);
+    check_ok(&db, true);
+}
+
+#[test]
+fn the_writer_refuses_unsorted_rows_bad_rows_and_unique_duplicates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = schema("eager");
+    let mut w = TableWriter::create(&s, tmp.path().join("w")).unwrap();
+    w.add(&row(5)).unwrap();
+    let e = w.add(&row(4)).unwrap_err();
+    assert!(e.to_string().contains("sorted by primary key"), "{e}");
+    assert!(w.add(&row(5)).is_err());
+    assert!(matches!(w.add(&[Value::U64(6)]), Err(Error::SchemaMismatch(_))));
+    assert_eq!(w.rows(), 1);
+    let mut dup = row(6);
+    dup[3] = Value::from("u5@x");
+    w.add(&dup).unwrap();
+    assert!(matches!(w.finish(), Err(Error::Constraint(_))));
+    // A used directory is refused.
+    let e = TableWriter::create(&s, tmp.path().join("w")).unwrap_err();
+    assert!(matches!(e, Error::AlreadyExists(_)), "{e}");
+}
