@@ -164,8 +164,40 @@ pub enum Command {
         #[arg(long)]
         entries: bool,
     },
+    /// Write an external SSTable from key/value pairs sorted by key, for `ingest` (does
+    /// not need --db). Input: CSV with a `key,value` header, or JSON Lines objects
+    /// `{"key": ..., "value": ...}` (strings; hex with --hex)
+    SstWrite(SstWriteArgs),
+    /// Ingest external SSTables (from sst-write) into a keyspace: all files or none, newer
+    /// than every write before; the files must not overlap each other
+    Ingest {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// The .sst files
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Hard-link the files into the database instead of copying them (never change
+        /// the sources afterwards)
+        #[arg(long)]
+        link: bool,
+    },
     #[command(flatten)]
     Table(TableCommand),
+}
+
+/// Arguments of `sst-write`.
+#[derive(Debug, Args)]
+pub struct SstWriteArgs {
+    /// The SSTable to write (must not exist)
+    pub out: PathBuf,
+    /// The pairs to read (`-` for standard input, which needs --format)
+    pub input: PathBuf,
+    /// Input format [default: from the input's extension]
+    #[arg(long, value_enum)]
+    pub format: Option<crate::table_args::LoadFormat>,
+    /// Sort the pairs in memory first (otherwise they must come sorted)
+    #[arg(long)]
+    pub sort: bool,
 }
 
 /// Arguments of `scan`.

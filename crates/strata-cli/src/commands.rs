@@ -145,6 +145,8 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(out, "{text}")?;
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
+        Command::SstWrite(args) => crate::ingest_cmds::sst_write(args, enc, &mut out)?,
+        Command::Ingest { ks, files, link } => crate::ingest_cmds::ingest(db_dir, &ks.keyspace, &files, link, &mut out)?,
         Command::Repair { to } => {
             let Some(src) = db_dir else {
                 return Err(CliError::Usage(
@@ -201,7 +203,7 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
 }
 
 /// The keyspace `name`, with the existing names in the error if there is none.
-fn keyspace(db: &Db, name: &str) -> Result<Keyspace> {
+pub(crate) fn keyspace(db: &Db, name: &str) -> Result<Keyspace> {
     if name == DEFAULT_KEYSPACE {
         return Ok(db.default_keyspace());
     }

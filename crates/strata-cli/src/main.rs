@@ -3,6 +3,7 @@
 mod args;
 mod bytes;
 mod commands;
+mod ingest_cmds;
 mod rows;
 mod table_args;
 mod table_cmds;

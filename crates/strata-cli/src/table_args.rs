@@ -59,6 +59,21 @@ pub enum TableCommand {
     },
     /// Load rows from a CSV file (header row naming fields) or a JSON Lines file
     Load(LoadArgs),
+    /// Build a table's files (primary and one per index) outside any database from rows
+    /// sorted by primary key (CSV or JSON Lines, as for load), for table-ingest. Takes
+    /// the schema from --schema/--schema-file, or from table --table of the --db database
+    TableWrite(TableWriteArgs),
+    /// Ingest a table-write directory into a table: every file in one atomic step; rows
+    /// whose primary key exists, or files built for another schema, are refused
+    TableIngest {
+        /// Table name
+        table: String,
+        /// The directory table-write made
+        dir: PathBuf,
+        /// Hard-link the files into the database instead of copying them
+        #[arg(long)]
+        link: bool,
+    },
     /// Print the row with this primary key (exit status 1 if there is none)
     RowGet {
         /// Table name
@@ -186,6 +201,34 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub batch: usize,
     /// Do not show a progress bar (none is shown when standard error is not a terminal)
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Arguments of `table-write`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("schema_source").required(true).args(["schema", "schema_file", "table"])))]
+pub struct TableWriteArgs {
+    /// The output directory (must not exist, or be empty)
+    pub out: PathBuf,
+    /// The rows to read (`-` for standard input, which needs --format)
+    pub input: PathBuf,
+    /// The schema text
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: Option<String>,
+    /// Read the schema text from this file
+    #[arg(long, value_name = "FILE")]
+    pub schema_file: Option<PathBuf>,
+    /// Use the schema of this table of the --db database
+    #[arg(long, value_name = "NAME")]
+    pub table: Option<String>,
+    /// Input format [default: from the input's extension]
+    #[arg(long, value_enum)]
+    pub format: Option<LoadFormat>,
+    /// Sort the rows by primary key in memory first (otherwise they must come sorted)
+    #[arg(long)]
+    pub sort: bool,
+    /// Do not show a progress bar
     #[arg(long)]
     pub no_progress: bool,
 }

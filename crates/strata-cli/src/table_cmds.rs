@@ -77,6 +77,12 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             db.close()?;
         }
         TableCommand::Load(args) => load(db_dir, args, out)?,
+        TableCommand::TableWrite(args) => crate::ingest_cmds::table_write(db_dir, args, out)?,
+        TableCommand::TableIngest {
+            table: tname,
+            dir,
+            link,
+        } => crate::ingest_cmds::table_ingest(db_dir, &tname, &dir, link, out)?,
         TableCommand::RowGet {
             table: tname,
             pk,
@@ -159,7 +165,7 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
 }
 
 /// The schema from the text argument or the file.
-fn read_schema(text: Option<String>, file: Option<PathBuf>) -> Result<Schema> {
+pub(crate) fn read_schema(text: Option<String>, file: Option<PathBuf>) -> Result<Schema> {
     let (text, from) = match (text, file) {
         (Some(t), _) => (t, String::new()),
         (None, Some(f)) => {
@@ -179,7 +185,7 @@ fn read_schema(text: Option<String>, file: Option<PathBuf>) -> Result<Schema> {
 }
 
 /// The table `name`, with the existing names in the error if there is none.
-fn table(db: &Db, name: &str) -> Result<Table> {
+pub(crate) fn table(db: &Db, name: &str) -> Result<Table> {
     match db.table(name) {
         Ok(t) => Ok(t),
         Err(strata::Error::NotFound(_)) => {
@@ -420,14 +426,14 @@ fn table_stats_json(s: &TableStats) -> String {
 
 /// Why loading stopped: the line (when one is to blame), what was wrong, and whether
 /// committing the pending batch failed (then the batch as a whole is to blame).
-struct LoadError {
-    line: Option<u64>,
-    msg: String,
+pub(crate) struct LoadError {
+    pub line: Option<u64>,
+    pub msg: String,
     commit: bool,
 }
 
 impl LoadError {
-    fn at(line: u64, msg: impl Into<String>) -> Self {
+    pub(crate) fn at(line: u64, msg: impl Into<String>) -> Self {
         LoadError::input(Some(line), msg)
     }
 
@@ -569,7 +575,7 @@ fn load(db_dir: Option<&Path>, args: LoadArgs, out: &mut impl Write) -> Result<(
     let input = pb.wrap_read(input);
     let mut loader = Loader {
         table: &t,
-        schema,
+        schema: schema.clone(),
         mode: args.mode,
         batch: args.batch,
         rows: Vec::new(),
@@ -579,8 +585,8 @@ fn load(db_dir: Option<&Path>, args: LoadArgs, out: &mut impl Write) -> Result<(
         pb: pb.clone(),
     };
     let r = match format {
-        LoadFormat::Csv => load_csv(input, &mut loader),
-        LoadFormat::Jsonl => load_jsonl(input, &mut loader),
+        LoadFormat::Csv => read_csv(input, &schema, &mut |line, row| loader.push(line, row)),
+        LoadFormat::Jsonl => read_jsonl(input, &schema, &mut |line, row| loader.push(line, row)),
     }
     .and_then(|()| loader.commit());
     pb.finish_and_clear();
@@ -600,7 +606,7 @@ fn load(db_dir: Option<&Path>, args: LoadArgs, out: &mut impl Write) -> Result<(
     Ok(())
 }
 
-fn infer_format(file: &Path) -> Result<LoadFormat> {
+pub(crate) fn infer_format(file: &Path) -> Result<LoadFormat> {
     let ext = file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("csv") => Ok(LoadFormat::Csv),
@@ -612,7 +618,7 @@ fn infer_format(file: &Path) -> Result<LoadFormat> {
     }
 }
 
-fn progress_bar(len: Option<u64>, hidden: bool) -> ProgressBar {
+pub(crate) fn progress_bar(len: Option<u64>, hidden: bool) -> ProgressBar {
     if hidden {
         return ProgressBar::hidden();
     }
@@ -637,10 +643,15 @@ fn progress_bar(len: Option<u64>, hidden: bool) -> ProgressBar {
     }
 }
 
-fn load_csv(input: impl Read, loader: &mut Loader<'_>) -> Result<(), LoadError> {
+/// Reads CSV rows of `schema` (a header row naming fields), handing each to `push`
+/// with its line.
+pub(crate) fn read_csv(
+    input: impl Read,
+    schema: &Schema,
+    push: &mut dyn FnMut(u64, Row) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
     let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(input);
     let header = rdr.headers().map_err(csv_error)?.clone();
-    let schema = loader.schema.clone();
     if header.is_empty() {
         return Err(LoadError::at(1, "no header row naming the fields"));
     }
@@ -683,7 +694,7 @@ fn load_csv(input: impl Read, loader: &mut Loader<'_>) -> Result<(), LoadError> 
         for (cell, &p) in rec.iter().zip(&cols) {
             row[p] = rows::parse_text(&schema.fields[p], cell, TextSource::Csv).map_err(|e| LoadError::at(line, e))?;
         }
-        loader.push(line, row)?;
+        push(line, row)?;
     }
 }
 
@@ -700,11 +711,16 @@ fn csv_error(e: csv::Error) -> LoadError {
     LoadError::input(line, msg)
 }
 
-fn load_jsonl(input: impl Read, loader: &mut Loader<'_>) -> Result<(), LoadError> {
+/// Reads JSON Lines rows of `schema` (one object per line), handing each to `push` with
+/// its line.
+pub(crate) fn read_jsonl(
+    input: impl Read,
+    schema: &Schema,
+    push: &mut dyn FnMut(u64, Row) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let mut buf = Vec::new();
     let mut line = 0u64;
-    let schema = loader.schema.clone();
     loop {
         buf.clear();
         let n = reader
@@ -718,7 +734,7 @@ fn load_jsonl(input: impl Read, loader: &mut Loader<'_>) -> Result<(), LoadError
         if text.trim().is_empty() {
             continue;
         }
-        let row = rows::row_from_json_text(&schema, text).map_err(|e| LoadError::at(line, e))?;
-        loader.push(line, row)?;
+        let row = rows::row_from_json_text(schema, text).map_err(|e| LoadError::at(line, e))?;
+        push(line, row)?;
     }
 }

@@ -1,0 +1,127 @@
+//! Runs the built `strata` binary's bulk-load subcommands (`sst-write`, `ingest`,
+//! `table-write`, `table-ingest`) against temporary directories.
+
+use std::path::Path;
+use std::process::Command;
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(db: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("STRATA_DB")
+        .output()
+        .expect("the strata binary runs");
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!run.stderr.contains("panicked"), "strata {args:?} panicked:\n{}", run.stderr);
+    run
+}
+
+fn ok(db: &Path, args: &[&str]) -> String {
+    let r = run(db, args);
+    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
+    r.stdout
+}
+
+fn fails(db: &Path, args: &[&str], needles: &[&str]) {
+    let r = run(db, args);
+    assert_eq!(r.code, Some(1), "strata {args:?} should fail; stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    for n in needles {
+        assert!(r.stderr.contains(n), "stderr of {args:?} lacks {n:?}:\n{}", r.stderr);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn sst_write_then_ingest_into_a_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(&db, &["put", "b", "old"]);
+    let csv = tmp.path().join("pairs.csv");
+    std::fs::write(&csv, "key,value\na,1\nb,2\nc,3\n").unwrap();
+    let sst = tmp.path().join("a.sst");
+    let out = ok(&db, &["sst-write", s(&sst), s(&csv)]);
+    assert!(out.contains("wrote 3 entries"), "{out}");
+    let jsonl = tmp.path().join("pairs.jsonl");
+    std::fs::write(&jsonl, "{\"key\":\"z\",\"value\":\"26\"}\n{\"key\":\"x\",\"value\":\"24\"}\n").unwrap();
+    let sst2 = tmp.path().join("b.sst");
+    ok(&db, &["sst-write", "--sort", s(&sst2), s(&jsonl)]);
+    let out = ok(&db, &["ingest", s(&sst), s(&sst2)]);
+    assert!(out.contains("ingested 2 files (5 entries"), "{out}");
+    assert_eq!(ok(&db, &["get", "b"]), "2\n");
+    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\nc\t3\nx\t24\nz\t26\n");
+    ok(&db, &["check"]);
+}
+
+#[test]
+fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(&db, &["put", "k", "v"]);
+    let csv = tmp.path().join("pairs.csv");
+    std::fs::write(&csv, "key,value\nb,1\na,2\n").unwrap();
+    let sst = tmp.path().join("a.sst");
+    fails(&db, &["sst-write", s(&sst), s(&csv)], &["line 3", "sorts before the previous key"]);
+    assert!(!sst.exists(), "a refused write leaves no file");
+    std::fs::write(&csv, "key,value\na,1\na,2\n").unwrap();
+    fails(&db, &["sst-write", "--sort", s(&sst), s(&csv)], &["appears twice (lines 2 and 3)"]);
+    std::fs::write(&csv, "k,v\na,1\n").unwrap();
+    fails(&db, &["sst-write", s(&sst), s(&csv)], &["line 1", "key,value"]);
+    // Two overlapping files: refused, nothing changes.
+    std::fs::write(&csv, "key,value\na,1\nm,2\n").unwrap();
+    ok(&db, &["sst-write", s(&sst), s(&csv)]);
+    let csv2 = tmp.path().join("pairs2.csv");
+    std::fs::write(&csv2, "key,value\nc,1\nz,2\n").unwrap();
+    let sst2 = tmp.path().join("b.sst");
+    ok(&db, &["sst-write", s(&sst2), s(&csv2)]);
+    fails(&db, &["ingest", s(&sst), s(&sst2)], &["overlap"]);
+    assert_eq!(ok(&db, &["scan"]), "k\tv\n");
+    fails(&db, &["ingest", "-k", "nope", s(&sst)], &["keyspace \"nope\" not found"]);
+}
+
+#[test]
+fn table_write_then_table_ingest_and_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let schema = "table users (id u64, name str, age i64) primary key (id) index by_age (age) deferred";
+    ok(&db, &["create-table", schema]);
+    ok(&db, &["insert", "users", r#"{"id": 100, "name": "zed", "age": 9}"#]);
+    let csv = tmp.path().join("rows.csv");
+    std::fs::write(&csv, "id,name,age\n3,cat,30\n1,ann,31\n2,bob,25\n").unwrap();
+    let out_dir = tmp.path().join("load");
+    // Unsorted without --sort: refused with the line.
+    fails(&db, &["table-write", "--table", "users", s(&out_dir), s(&csv)], &["line 3", "sorted by primary key"]);
+    let out_dir = tmp.path().join("load2");
+    let out = ok(&db, &["table-write", "--table", "users", "--sort", "--no-progress", s(&out_dir), s(&csv)]);
+    assert!(out.contains("wrote 3 rows of table users"), "{out}");
+    let out = ok(&db, &["table-ingest", "users", s(&out_dir)]);
+    assert!(out.contains("ingested 3 rows into table users (2 files"), "{out}");
+    let sel = ok(&db, &["select", "users", "--index", "by_age", "--format", "tsv"]);
+    assert_eq!(sel, "id\tname\tage\n100\tzed\t9\n2\tbob\t25\n3\tcat\t30\n1\tann\t31\n");
+    ok(&db, &["check"]);
+    ok(&db, &["check", "--compact"]);
+    // The same rows again: insert semantics refuse them.
+    fails(&db, &["table-ingest", "users", s(&out_dir)], &["already has a row"]);
+    // Files for another schema.
+    let other = tmp.path().join("other");
+    let jsonl = tmp.path().join("rows.jsonl");
+    std::fs::write(&jsonl, "{\"id\": 7, \"name\": \"x\"}\n").unwrap();
+    ok(&db, &["table-write", "--schema", "table users (id u64, name str) primary key (id)", s(&other), s(&jsonl)]);
+    let r = run(&db, &["table-ingest", "users", s(&other)]);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("schema mismatch"), "{}", r.stderr);
+    assert_eq!(ok(&db, &["select", "users", "--count"]), "4\n");
+}
