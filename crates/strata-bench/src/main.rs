@@ -5,6 +5,7 @@ mod churn;
 mod crash;
 mod differential;
 mod engines;
+mod ingest;
 mod kv;
 mod lethe;
 mod linkbench;
@@ -63,6 +64,10 @@ enum Cmd {
     /// Differential test: random table histories on Strata (eager and deferred) and
     /// SQLite under randomly drawn options, every answer compared.
     Differential(differential::DifferentialArgs),
+    /// Bulk load of the micro table (4 secondary indexes): TableWriter-built files and
+    /// Table::ingest (copy and link) beside dd's sequential write bandwidth, row by row
+    /// eager and deferred, and SQLite's bulk insert.
+    Ingest(ingest::IngestArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -81,6 +86,7 @@ fn main() {
         Cmd::Kv(a) => kv::run(&a),
         Cmd::Tiering(a) => tiering::run(&a),
         Cmd::Differential(a) => differential::run(&a),
+        Cmd::Ingest(a) => ingest::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -16,7 +16,7 @@
 //! measure a warm page cache with the configured block cache in front of it.
 
 mod args;
-mod dd;
+pub(crate) mod dd;
 mod report;
 mod workload;
 
