@@ -96,7 +96,13 @@ fn field(i: u64, j: u64, rows: u64) -> u64 {
 }
 
 fn row(i: u64, rows: u64) -> [u64; 5] {
-    [i + 1, field(i, 2, rows), field(i, 3, rows), field(i, 4, rows), field(i, 5, rows)]
+    [
+        i + 1,
+        field(i, 2, rows),
+        field(i, 3, rows),
+        field(i, 4, rows),
+        field(i, 5, rows),
+    ]
 }
 
 fn values(r: [u64; 5]) -> Vec<Value> {
@@ -207,7 +213,11 @@ pub fn run(a: &IngestArgs) -> BenchResult<()> {
         }
     };
     let rows = a.rows;
-    eprintln!("ingest benchmark: {} rows, 4 secondary indexes, in {}", thousands(rows), root.display());
+    eprintln!(
+        "ingest benchmark: {} rows, 4 secondary indexes, in {}",
+        thousands(rows),
+        root.display()
+    );
     let mut phases = Vec::new();
     let (files, build_secs) = build(&root.join("files"), rows)?;
     let bytes = files.bytes()?;
@@ -220,7 +230,12 @@ pub fn run(a: &IngestArgs) -> BenchResult<()> {
     let link_secs = ingest(&root.join("db-ingest-link"), &files, true)?;
     phases.push(phase("ingest (link)", rows, link_secs, Some(bytes)));
     std::fs::remove_dir_all(root.join("db-ingest-link"))?;
-    phases.push(phase("build + ingest (copy)", rows, build_secs + copy_secs, Some(bytes)));
+    phases.push(phase(
+        "build + ingest (copy)",
+        rows,
+        build_secs + copy_secs,
+        Some(bytes),
+    ));
     std::fs::remove_dir_all(&files.dir)?;
     let (mut vs_eager, mut vs_deferred) = (None, None);
     if !a.ingest_only {

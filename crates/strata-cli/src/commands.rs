@@ -146,7 +146,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
         Command::SstWrite(args) => crate::ingest_cmds::sst_write(args, enc, &mut out)?,
-        Command::Ingest { ks, files, link } => crate::ingest_cmds::ingest(db_dir, &ks.keyspace, &files, link, &mut out)?,
+        Command::Ingest { ks, files, link } => {
+            crate::ingest_cmds::ingest(db_dir, &ks.keyspace, &files, link, &mut out)?
+        }
         Command::Repair { to } => {
             let Some(src) = db_dir else {
                 return Err(CliError::Usage(

@@ -37,7 +37,12 @@ fn at_line(line: u64, e: impl std::fmt::Display) -> CliError {
 }
 
 /// Reads `key,value` CSV or `{"key":..,"value":..}` JSON Lines pairs.
-fn read_pairs(input: impl Read, format: LoadFormat, enc: Encoding, push: &mut dyn FnMut(u64, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<()> {
+fn read_pairs(
+    input: impl Read,
+    format: LoadFormat,
+    enc: Encoding,
+    push: &mut dyn FnMut(u64, Vec<u8>, Vec<u8>) -> Result<()>,
+) -> Result<()> {
     match format {
         LoadFormat::Csv => {
             let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(input);
@@ -80,7 +85,8 @@ fn read_pairs(input: impl Read, format: LoadFormat, enc: Encoding, push: &mut dy
                 if buf.trim().is_empty() {
                     continue;
                 }
-                let j: serde_json::Value = serde_json::from_str(&buf).map_err(|e| at_line(line, format!("invalid JSON: {e}")))?;
+                let j: serde_json::Value =
+                    serde_json::from_str(&buf).map_err(|e| at_line(line, format!("invalid JSON: {e}")))?;
                 let field = |name: &str| match j.get(name) {
                     Some(serde_json::Value::String(s)) => enc.decode(name, s).map_err(|e| at_line(line, e)),
                     _ => Err(at_line(line, format!("expected an object with a string {name:?}"))),
@@ -121,7 +127,9 @@ pub fn sst_write(args: SstWriteArgs, enc: Encoding, out: &mut impl Write) -> Res
             Ok(())
         })
     } else {
-        read_pairs(src, format, enc, &mut |line, k, v| w.put(&k, &v).map_err(|e| at_line(line, e)))
+        read_pairs(src, format, enc, &mut |line, k, v| {
+            w.put(&k, &v).map_err(|e| at_line(line, e))
+        })
     };
     if let Err(e) = r {
         drop(w);

@@ -23,7 +23,11 @@ fn run(db: &Path, args: &[&str]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
-    assert!(!run.stderr.contains("panicked"), "strata {args:?} panicked:\n{}", run.stderr);
+    assert!(
+        !run.stderr.contains("panicked"),
+        "strata {args:?} panicked:\n{}",
+        run.stderr
+    );
     run
 }
 
@@ -35,7 +39,13 @@ fn ok(db: &Path, args: &[&str]) -> String {
 
 fn fails(db: &Path, args: &[&str], needles: &[&str]) {
     let r = run(db, args);
-    assert_eq!(r.code, Some(1), "strata {args:?} should fail; stdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code,
+        Some(1),
+        "strata {args:?} should fail; stdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
     for n in needles {
         assert!(r.stderr.contains(n), "stderr of {args:?} lacks {n:?}:\n{}", r.stderr);
     }
@@ -56,7 +66,11 @@ fn sst_write_then_ingest_into_a_keyspace() {
     let out = ok(&db, &["sst-write", s(&sst), s(&csv)]);
     assert!(out.contains("wrote 3 entries"), "{out}");
     let jsonl = tmp.path().join("pairs.jsonl");
-    std::fs::write(&jsonl, "{\"key\":\"z\",\"value\":\"26\"}\n{\"key\":\"x\",\"value\":\"24\"}\n").unwrap();
+    std::fs::write(
+        &jsonl,
+        "{\"key\":\"z\",\"value\":\"26\"}\n{\"key\":\"x\",\"value\":\"24\"}\n",
+    )
+    .unwrap();
     let sst2 = tmp.path().join("b.sst");
     ok(&db, &["sst-write", "--sort", s(&sst2), s(&jsonl)]);
     let out = ok(&db, &["ingest", s(&sst), s(&sst2)]);
@@ -74,10 +88,18 @@ fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
     let csv = tmp.path().join("pairs.csv");
     std::fs::write(&csv, "key,value\nb,1\na,2\n").unwrap();
     let sst = tmp.path().join("a.sst");
-    fails(&db, &["sst-write", s(&sst), s(&csv)], &["line 3", "sorts before the previous key"]);
+    fails(
+        &db,
+        &["sst-write", s(&sst), s(&csv)],
+        &["line 3", "sorts before the previous key"],
+    );
     assert!(!sst.exists(), "a refused write leaves no file");
     std::fs::write(&csv, "key,value\na,1\na,2\n").unwrap();
-    fails(&db, &["sst-write", "--sort", s(&sst), s(&csv)], &["appears twice (lines 2 and 3)"]);
+    fails(
+        &db,
+        &["sst-write", "--sort", s(&sst), s(&csv)],
+        &["appears twice (lines 2 and 3)"],
+    );
     std::fs::write(&csv, "k,v\na,1\n").unwrap();
     fails(&db, &["sst-write", s(&sst), s(&csv)], &["line 1", "key,value"]);
     // Two overlapping files: refused, nothing changes.
@@ -89,7 +111,11 @@ fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
     ok(&db, &["sst-write", s(&sst2), s(&csv2)]);
     fails(&db, &["ingest", s(&sst), s(&sst2)], &["overlap"]);
     assert_eq!(ok(&db, &["scan"]), "k\tv\n");
-    fails(&db, &["ingest", "-k", "nope", s(&sst)], &["keyspace \"nope\" not found"]);
+    fails(
+        &db,
+        &["ingest", "-k", "nope", s(&sst)],
+        &["keyspace \"nope\" not found"],
+    );
 }
 
 #[test]
@@ -103,9 +129,24 @@ fn table_write_then_table_ingest_and_check() {
     std::fs::write(&csv, "id,name,age\n3,cat,30\n1,ann,31\n2,bob,25\n").unwrap();
     let out_dir = tmp.path().join("load");
     // Unsorted without --sort: refused with the line.
-    fails(&db, &["table-write", "--table", "users", s(&out_dir), s(&csv)], &["line 3", "sorted by primary key"]);
+    fails(
+        &db,
+        &["table-write", "--table", "users", s(&out_dir), s(&csv)],
+        &["line 3", "sorted by primary key"],
+    );
     let out_dir = tmp.path().join("load2");
-    let out = ok(&db, &["table-write", "--table", "users", "--sort", "--no-progress", s(&out_dir), s(&csv)]);
+    let out = ok(
+        &db,
+        &[
+            "table-write",
+            "--table",
+            "users",
+            "--sort",
+            "--no-progress",
+            s(&out_dir),
+            s(&csv),
+        ],
+    );
     assert!(out.contains("wrote 3 rows of table users"), "{out}");
     let out = ok(&db, &["table-ingest", "users", s(&out_dir)]);
     assert!(out.contains("ingested 3 rows into table users (2 files"), "{out}");
@@ -119,7 +160,16 @@ fn table_write_then_table_ingest_and_check() {
     let other = tmp.path().join("other");
     let jsonl = tmp.path().join("rows.jsonl");
     std::fs::write(&jsonl, "{\"id\": 7, \"name\": \"x\"}\n").unwrap();
-    ok(&db, &["table-write", "--schema", "table users (id u64, name str) primary key (id)", s(&other), s(&jsonl)]);
+    ok(
+        &db,
+        &[
+            "table-write",
+            "--schema",
+            "table users (id u64, name str) primary key (id)",
+            s(&other),
+            s(&jsonl),
+        ],
+    );
     let r = run(&db, &["table-ingest", "users", s(&other)]);
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("schema mismatch"), "{}", r.stderr);

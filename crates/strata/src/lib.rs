@@ -45,6 +45,8 @@ pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, IngestOptions, IngestReport, IngestedFile, KeyRange, Keyspace, KeyspaceStats, LevelStats, Scan, Snapshot, Stats};
+pub use db::{
+    Db, IngestOptions, IngestReport, IngestedFile, KeyRange, Keyspace, KeyspaceStats, LevelStats, Scan, Snapshot, Stats,
+};
 pub use error::{Error, Result};
 pub use options::{Clock, ManualClock, Options, RecoveryMode, SyncPolicy, SystemClock};

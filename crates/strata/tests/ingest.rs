@@ -61,7 +61,9 @@ fn an_ingest_takes_one_seqno_above_every_write_and_old_snapshots_do_not_see_it()
     let snap = db.snapshot();
     let a = external(tmp.path(), "a.sst", 5..15, "a");
     let b = external(tmp.path(), "b.sst", 20..30, "b");
-    let r = db.ingest(&db.default_keyspace(), &[&b, &a], IngestOptions::default()).unwrap();
+    let r = db
+        .ingest(&db.default_keyspace(), &[&b, &a], IngestOptions::default())
+        .unwrap();
     assert_eq!(r.global_seq, before + 1);
     assert_eq!(db.last_seq(), before + 1);
     assert_eq!(r.files.len(), 2);
@@ -97,7 +99,9 @@ fn an_ingest_beside_the_memtable_leaves_it_and_survives_reopen_and_compaction() 
         let db = Db::open(&path, small()).unwrap();
         db.put(b"a-in-memory", b"m").unwrap();
         let f = external(tmp.path(), "f.sst", 0..500, "f");
-        let r = db.ingest(&db.default_keyspace(), &[&f], IngestOptions::default()).unwrap();
+        let r = db
+            .ingest(&db.default_keyspace(), &[&f], IngestOptions::default())
+            .unwrap();
         assert!(!r.flushed_memtable);
         assert_eq!(db.stats().immutable_memtables, 0);
         g = r.global_seq;
@@ -167,7 +171,8 @@ fn external_deletes_remove_older_data() {
     w.delete(&key(1)).unwrap();
     w.put(&key(3), b"three").unwrap();
     w.finish().unwrap();
-    db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default()).unwrap();
+    db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default())
+        .unwrap();
     assert_eq!(get(&db, 1), None);
     assert_eq!(get(&db, 2).as_deref(), Some("v"));
     assert_eq!(get(&db, 3).as_deref(), Some("three"));
@@ -203,7 +208,9 @@ fn several_keyspaces_take_one_seqno_in_one_edit() {
     let a = external(tmp.path(), "a.sst", 0..50, "a");
     let b = external(tmp.path(), "b.sst", 0..50, "b");
     let before = db.last_seq();
-    let r = db.ingest_many(&[(&one, &a), (&two, &b)], IngestOptions::default()).unwrap();
+    let r = db
+        .ingest_many(&[(&one, &a), (&two, &b)], IngestOptions::default())
+        .unwrap();
     assert_eq!(r.global_seq, before + 1);
     assert_eq!(one.get(&key(3)).unwrap().as_deref(), Some(&b"a:3"[..]));
     assert_eq!(two.get(&key(3)).unwrap().as_deref(), Some(&b"b:3"[..]));
@@ -225,7 +232,11 @@ fn crc32c_of(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -266,7 +277,10 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
     set_footer_version(&old, 2);
     let e = db.ingest(&ks, &[&good, &old], IngestOptions::default()).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    assert!(e.to_string().contains("format version 2") && e.to_string().contains("v2.sst"), "{e}");
+    assert!(
+        e.to_string().contains("format version 2") && e.to_string().contains("v2.sst"),
+        "{e}"
+    );
     unchanged("format version");
 
     // A damaged block.
@@ -283,7 +297,12 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
     // Truncated (an unfinished writer's file has no footer).
     let cut = external(tmp.path(), "cut.sst", 0..10, "c");
     let len = std::fs::metadata(&cut).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&cut).unwrap().set_len(len - 10).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cut)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap();
     let e = db.ingest(&ks, &[&cut], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("cut.sst"), "{e}");
     unchanged("truncated file");
@@ -297,8 +316,10 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
         dup.clone(),
         SstOptions::default(),
     );
-    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Put), b"1").unwrap();
-    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Delete), b"").unwrap();
+    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Put), b"1")
+        .unwrap();
+    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Delete), b"")
+        .unwrap();
     w.finish().unwrap();
     let e = db.ingest(&ks, &[&dup], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("unique and sorted"), "{e}");
@@ -309,14 +330,17 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
         seqs.clone(),
         SstOptions::default(),
     );
-    w.add(&strata::key::internal_key(b"k", 9, strata::key::ValueKind::Put), b"1").unwrap();
+    w.add(&strata::key::internal_key(b"k", 9, strata::key::ValueKind::Put), b"1")
+        .unwrap();
     w.finish().unwrap();
     let e = db.ingest(&ks, &[&seqs], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("seqno"), "{e}");
     unchanged("engine file");
 
     // Missing file, no files, a table's keyspace, another database's keyspace.
-    let e = db.ingest(&ks, &[tmp.path().join("missing.sst")], IngestOptions::default()).unwrap_err();
+    let e = db
+        .ingest(&ks, &[tmp.path().join("missing.sst")], IngestOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("missing.sst"), "{e}");
     assert!(db.ingest::<&Path>(&ks, &[], IngestOptions::default()).is_err());
     let schema = strata::table::schema::Schema::parse("table t (id u64, a u64) primary key (id)").unwrap();
@@ -326,7 +350,10 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
     let e = db.ingest(&table_ks, &[&good], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("table API"), "{e}");
     let other = Db::open(tmp.path().join("other"), small()).unwrap();
-    assert!(db.ingest(&other.default_keyspace(), &[&good], IngestOptions::default()).is_err());
+    assert!(
+        db.ingest(&other.default_keyspace(), &[&good], IngestOptions::default())
+            .is_err()
+    );
     assert_eq!(dir_listing(&dbdir), listing_with_table);
     assert_eq!(get(&db, 7).as_deref(), Some("kept"));
 
@@ -356,7 +383,8 @@ fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
         for i in 0..50 {
             db.put(&key(i), b"before").unwrap();
         }
-        fs.state().arm(FaultSpec::new(Target::Any, op, Fault::PowerOff).after(at).times(1));
+        fs.state()
+            .arm(FaultSpec::new(Target::Any, op, Fault::PowerOff).after(at).times(1));
         let r = db.ingest_many(
             &[(&db.default_keyspace(), &a), (&db.default_keyspace(), &b), (&other, &c)],
             IngestOptions::default(),
@@ -399,7 +427,13 @@ fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
 fn power_loss_at_any_step_of_an_ingest_leaves_all_files_or_none() {
     support::install_panic_hook();
     let mut outcomes = [0usize; 2];
-    for (op, n) in [(Op::Create, 6), (Op::Append, 12), (Op::Sync, 8), (Op::SyncDir, 5), (Op::Rename, 3)] {
+    for (op, n) in [
+        (Op::Create, 6),
+        (Op::Append, 12),
+        (Op::Sync, 8),
+        (Op::SyncDir, 5),
+        (Op::Rename, 3),
+    ] {
         for at in 0..n {
             for mode in [CrashMode::LoseUnsyncedData, CrashMode::LoseUnsyncedDirEntries] {
                 outcomes[usize::from(power_loss_during_ingest(op, at, mode))] += 1;

@@ -192,7 +192,9 @@ fn bad_table_files_are_refused_and_nothing_changes() {
     unchanged("existing row");
 
     // No descriptor (an unfinished writer).
-    let e = t.ingest(tmp.path().join("nothing"), IngestOptions::default()).unwrap_err();
+    let e = t
+        .ingest(tmp.path().join("nothing"), IngestOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("TABLE"), "{e}");
     unchanged("missing descriptor");
 

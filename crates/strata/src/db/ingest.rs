@@ -2,8 +2,9 @@
 //! them in one manifest edit.
 //!
 //! Steps, each leaving the database as it was if it fails:
-//! 1. every file is read whole and checked (`sstable::external::inspect`), and the
-//!    files for one keyspace must not overlap each other;
+//! 1. every file is read whole and checked (`sstable::external::inspect`; files in
+//!    parallel, one per core), and the files for one keyspace must not overlap each
+//!    other;
 //! 2. each is hard-linked (or copied, checking the copy's digest against the read)
 //!    into the database directory under a new file number, synced, and the directory
 //!    synced;
@@ -106,7 +107,12 @@ impl Db {
     /// assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
     /// assert_eq!(before.get(&db.default_keyspace(), b"b").unwrap().as_deref(), Some(&b"old"[..]));
     /// ```
-    pub fn ingest<P: AsRef<Path>>(&self, keyspace: &Keyspace, files: &[P], opts: IngestOptions) -> Result<IngestReport> {
+    pub fn ingest<P: AsRef<Path>>(
+        &self,
+        keyspace: &Keyspace,
+        files: &[P],
+        opts: IngestOptions,
+    ) -> Result<IngestReport> {
         let items: Vec<(&Keyspace, &Path)> = files.iter().map(|p| (keyspace, p.as_ref())).collect();
         self.ingest_many(&items, opts)
     }
@@ -171,10 +177,10 @@ impl DbInner {
             names
         };
         // 1. Check every file, then that no two files of a keyspace overlap.
-        let mut infos = Vec::with_capacity(items.len());
-        for (ks, path) in &items {
-            infos.push((*ks, external::inspect(fs.as_ref(), path)?));
-        }
+        let infos = parallel(items.len(), |i| {
+            let (ks, path) = &items[i];
+            Ok((*ks, external::inspect(fs.as_ref(), path)?))
+        })?;
         check_disjoint(&infos, &names)?;
         check(&infos)?;
         // 2. Bring them into the directory.
@@ -190,26 +196,36 @@ impl DbInner {
         r
     }
 
-    fn stage_all(&self, infos: Vec<(u32, ExternalFileInfo)>, opts: &IngestOptions, staged: &mut Vec<Staged>) -> Result<()> {
+    fn stage_all(
+        &self,
+        infos: Vec<(u32, ExternalFileInfo)>,
+        opts: &IngestOptions,
+        staged: &mut Vec<Staged>,
+    ) -> Result<()> {
         let fs = self.opts.fs.as_ref();
+        // Numbered first, so a failure anywhere knows every file to remove.
         for (keyspace, info) in infos {
-            let number = self.versions.lock().new_file_number();
-            let dest = self.dir.join(table_file_name(number));
-            let linked = opts.link_files && fs.hard_link(&info.path, &dest).is_ok();
-            // Pushed first: a failed copy leaves a partial file to remove.
             staged.push(Staged {
                 keyspace,
                 info,
-                number,
-                linked,
+                number: self.versions.lock().new_file_number(),
+                linked: false,
             });
-            let Some(s) = staged.last() else { continue };
-            if linked {
+        }
+        let linked = parallel(staged.len(), |i| {
+            let s = &staged[i];
+            let dest = self.dir.join(table_file_name(s.number));
+            if opts.link_files && fs.hard_link(&s.info.path, &dest).is_ok() {
                 // The source's writer may not have synced it (copied onto shared storage).
                 fs.open_append(&dest)?.sync()?;
+                Ok(true)
             } else {
                 copy_checked(fs, &s.info, &dest)?;
+                Ok(false)
             }
+        })?;
+        for (s, l) in staged.iter_mut().zip(linked) {
+            s.linked = l;
         }
         // The new names must be durable before the manifest lists them.
         fs.sync_dir(&self.dir)
@@ -244,9 +260,9 @@ impl DbInner {
             let mut files = Vec::with_capacity(staged.len());
             let now = self.opts.clock.now_micros();
             for s in staged {
-                let tree = version
-                    .keyspace(s.keyspace)
-                    .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
+                let tree = version.keyspace(s.keyspace).ok_or_else(|| {
+                    Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace))
+                })?;
                 let (level, run) = place(&self.opts, tree, &s.info.smallest, &s.info.largest);
                 let run = match run {
                     Some(r) => r,
@@ -368,6 +384,47 @@ fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8
         None => None,
     };
     (level as u32, run)
+}
+
+/// Runs `f(0..n)` on up to as many threads as there are cores (files are checked and
+/// copied one per thread); the results in order, or the first error.
+fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(n)
+        .max(1);
+    if threads == 1 {
+        return (0..n).map(&f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = parking_lot::Mutex::new((0..n).map(|_| None).collect::<Vec<Option<Result<T>>>>());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let r = f(i);
+                    let failed = r.is_err();
+                    results.lock()[i] = Some(r);
+                    if failed {
+                        // The others stop at their next file.
+                        next.store(n, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(n);
+    for r in results.into_inner() {
+        match r {
+            Some(r) => out.push(r?),
+            None => return Err(Error::InvalidArgument("ingest stopped after an error".into())),
+        }
+    }
+    Ok(out)
 }
 
 /// Refuses files of one keyspace whose key ranges overlap (naming both).

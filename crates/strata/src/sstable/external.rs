@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::builder::{SstOptions, SstWriter};
 use super::format::{FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
-use super::reader::{Fill, SstReader};
+use super::reader::SstReader;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs, WritableFile};
 use crate::iter::InternalIterator;
@@ -338,7 +338,9 @@ pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
     let version = reader.footer().version;
     let props = reader.properties();
     if !reader.range_tombstones().is_empty() || props.range_deletes > 0 || props.deferred_deletes > 0 {
-        return Err(bad("holds range or deferred deletes, which external files cannot".into()));
+        return Err(bad(
+            "holds range or deferred deletes, which external files cannot".into()
+        ));
     }
     if props.max_seq != 0 {
         return Err(bad(format!(
@@ -346,36 +348,43 @@ pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
             props.max_seq
         )));
     }
-    let mut it = reader.iter_with(Fill::Bypass);
-    it.seek_to_first()?;
     let (mut entries, mut deletes, mut raw_bytes) = (0u64, 0u64, 0u64);
     let mut smallest = Vec::new();
     let mut last: Vec<u8> = Vec::new();
-    while it.valid() {
-        let Some(p) = parse_internal_key(it.key()) else {
-            return Err(bad(format!("entry {entries} has a malformed key")));
-        };
-        if p.seq != 0 {
-            return Err(bad(format!("entry {entries} has seqno {} (external files use 0)", p.seq)));
+    // Block by block (the table iterator's positioning logic is not needed here).
+    let handles: Vec<_> = reader.fences().map(|(_, h)| h).collect();
+    for handle in handles {
+        let mut it = reader.block_iter(handle)?;
+        it.seek_to_first()?;
+        while it.valid() {
+            let Some(p) = parse_internal_key(it.key()) else {
+                return Err(bad(format!("entry {entries} has a malformed key")));
+            };
+            if p.seq != 0 {
+                return Err(bad(format!(
+                    "entry {entries} has seqno {} (external files use 0)",
+                    p.seq
+                )));
+            }
+            match p.kind {
+                ValueKind::Put => {}
+                ValueKind::Delete => deletes += 1,
+                ValueKind::DeferredDelete => return Err(bad(format!("entry {entries} is a deferred delete"))),
+            }
+            if entries == 0 {
+                smallest = p.user_key.to_vec();
+            } else if p.user_key <= last.as_slice() {
+                return Err(bad(format!(
+                    "entry {entries} (key {}) does not sort after the previous key: keys must be unique and sorted",
+                    super::dump::escape(p.user_key)
+                )));
+            }
+            last.clear();
+            last.extend_from_slice(p.user_key);
+            raw_bytes += (p.user_key.len() + it.value().len()) as u64;
+            entries += 1;
+            it.next()?;
         }
-        match p.kind {
-            ValueKind::Put => {}
-            ValueKind::Delete => deletes += 1,
-            ValueKind::DeferredDelete => return Err(bad(format!("entry {entries} is a deferred delete"))),
-        }
-        if entries == 0 {
-            smallest = p.user_key.to_vec();
-        } else if p.user_key <= last.as_slice() {
-            return Err(bad(format!(
-                "entry {entries} (key {}) does not sort after the previous key: keys must be unique and sorted",
-                super::dump::escape(p.user_key)
-            )));
-        }
-        last.clear();
-        last.extend_from_slice(p.user_key);
-        raw_bytes += (p.user_key.len() + it.value().len()) as u64;
-        entries += 1;
-        it.next()?;
     }
     if entries == 0 {
         return Err(bad("holds no entries".into()));
@@ -430,7 +439,10 @@ mod tests {
         w.put(b"d", b"4").unwrap();
         let info = w.finish().unwrap();
         assert_eq!((info.entries, info.deletes), (3, 1));
-        assert_eq!((info.smallest.as_slice(), info.largest.as_slice()), (&b"b"[..], &b"d"[..]));
+        assert_eq!(
+            (info.smallest.as_slice(), info.largest.as_slice()),
+            (&b"b"[..], &b"d"[..])
+        );
         let again = inspect(&RealFs, &path).unwrap();
         assert_eq!(again, info);
         let mut d = FileDigest::default();

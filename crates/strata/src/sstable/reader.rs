@@ -277,7 +277,9 @@ impl SstReader {
             return Ok(None);
         }
         match parse_internal_key(it.key()) {
-            Some(p) if p.user_key == user_key => Ok(Some((self.global_seq.unwrap_or(p.seq), p.kind, it.value().to_vec()))),
+            Some(p) if p.user_key == user_key => {
+                Ok(Some((self.global_seq.unwrap_or(p.seq), p.kind, it.value().to_vec())))
+            }
             Some(_) => Ok(None),
             None => Err(Error::corruption(&*self.path, handle.offset, "malformed internal key")),
         }
@@ -427,7 +429,8 @@ impl SstIter {
             let kind = stored.last().copied().unwrap_or(ValueKind::Put as u8);
             self.global_key.clear();
             self.global_key.extend_from_slice(crate::key::user_key(stored));
-            self.global_key.extend_from_slice(&((g << 8) | u64::from(kind)).to_be_bytes());
+            self.global_key
+                .extend_from_slice(&((g << 8) | u64::from(kind)).to_be_bytes());
         }
         r
     }

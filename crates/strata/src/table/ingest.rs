@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use super::Table;
 use super::layout::{IndexLayout, Layout};
-use super::value::Value;
 use super::schema::Schema;
+use super::value::Value;
 use super::writer::TableFiles;
 use crate::db::{IngestOptions, IngestReport, Keyspace};
 use crate::error::{Error, Result};
@@ -119,7 +119,12 @@ fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> 
 
 /// Insert semantics: refuses the ingest if a primary key of the file exists in the table.
 /// Reads the table key by key only when it has rows in the file's range.
-fn refuse_existing_rows(db: &Arc<crate::db::DbInner>, primary: u32, info: &ExternalFileInfo, table: &str) -> Result<()> {
+fn refuse_existing_rows(
+    db: &Arc<crate::db::DbInner>,
+    primary: u32,
+    info: &ExternalFileInfo,
+    table: &str,
+) -> Result<()> {
     if !has_live_key(db, primary, &info.smallest, &info.largest)? {
         return Ok(());
     }

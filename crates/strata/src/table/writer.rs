@@ -182,9 +182,7 @@ impl TableWriter {
             return Err(Error::InvalidArgument(format!(
                 "row {} of table {:?}: its primary key {} that of the row before: rows must come \
                  sorted by primary key, without duplicates",
-                self.rows,
-                self.schema.name,
-                what
+                self.rows, self.schema.name, what
             )));
         }
         self.primary.put(&pk, &bytes)?;
@@ -261,17 +259,15 @@ impl TableFiles {
     pub fn open(dir: impl AsRef<Path>) -> Result<TableFiles> {
         let dir = dir.as_ref();
         let bytes = RealFs.read_all(&dir.join(DESCRIPTOR))?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            Error::InvalidArgument(format!("{}: not UTF-8", dir.join(DESCRIPTOR).display()))
-        })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::InvalidArgument(format!("{}: not UTF-8", dir.join(DESCRIPTOR).display())))?;
         Self::parse(dir, &text)
     }
 
     fn parse(dir: &Path, text: &str) -> Result<TableFiles> {
         let path = dir.join(DESCRIPTOR);
-        let bad = |line: usize, why: &str| {
-            Error::InvalidArgument(format!("{} line {}: {why}", path.display(), line + 1))
-        };
+        let bad =
+            |line: usize, why: &str| Error::InvalidArgument(format!("{} line {}: {why}", path.display(), line + 1));
         let mut lines = text.lines().enumerate();
         if lines.next().map(|(_, l)| l) != Some(MAGIC_LINE) {
             return Err(bad(0, "not a table files descriptor (or another version of it)"));
