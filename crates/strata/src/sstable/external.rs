@@ -316,7 +316,13 @@ impl ExternalSstWriter {
 /// properties block. Returns what it holds, with the file's [`FileDigest`]. A bad file is an error naming the file (and, for damage, the
 /// offset); the file is never changed.
 pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
-    let file = fs.open(path)?;
+    inspect_file(fs.open(path)?)
+}
+
+/// [`inspect`] of an open file (named by its path in errors).
+pub fn inspect_file(file: Arc<dyn crate::fs::RandomAccessFile>) -> Result<ExternalFileInfo> {
+    let path = file.path().to_path_buf();
+    let path = path.as_path();
     let file_size = file.size();
     let bad = |reason: String| Error::InvalidArgument(format!("{}: {reason}", path.display()));
     // The version first, from the raw footer (magic at 64, version at 72): a table of
@@ -475,6 +481,56 @@ mod tests {
             b.update(c);
         }
         assert_eq!(a.finish(), b.finish());
+    }
+
+    #[test]
+    fn a_global_seqno_reads_every_entry_at_that_seqno() {
+        use crate::key::{MAX_SEQNO, internal_key, seek_key};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.sst");
+        let mut w = ExternalSstWriter::create(&path).unwrap();
+        for k in [b"b", b"d", b"f"] {
+            w.put(k, k).unwrap();
+        }
+        w.delete(b"h").unwrap();
+        w.finish().unwrap();
+        let reader = SstReader::open(RealFs.open(&path).unwrap(), 1, None).unwrap();
+        let t = Arc::new(reader.with_global_seq(Some(10)));
+        assert_eq!(t.get(b"d", 9).unwrap(), None, "invisible below its seqno");
+        assert_eq!(t.get(b"d", 10).unwrap(), Some((10, ValueKind::Put, b"d".to_vec())));
+        assert_eq!(t.get(b"h", MAX_SEQNO).unwrap().map(|e| e.1), Some(ValueKind::Delete));
+        let mut it = t.iter();
+        it.seek_to_first().unwrap();
+        let mut keys = Vec::new();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        let want: Vec<Vec<u8>> = vec![
+            internal_key(b"b", 10, ValueKind::Put),
+            internal_key(b"d", 10, ValueKind::Put),
+            internal_key(b"f", 10, ValueKind::Put),
+            internal_key(b"h", 10, ValueKind::Delete),
+        ];
+        assert_eq!(keys, want);
+        // Seeks order the global key against the target: (d, 10) sorts after (d, 11)
+        // and before (d, 9).
+        it.seek(&seek_key(b"d", 11)).unwrap();
+        assert_eq!(it.key(), want[1].as_slice());
+        it.seek(&seek_key(b"d", 9)).unwrap();
+        assert_eq!(it.key(), want[2].as_slice());
+        it.seek(&seek_key(b"c", 0)).unwrap();
+        assert_eq!(it.key(), want[1].as_slice());
+        it.seek_for_prev(&seek_key(b"d", 9)).unwrap();
+        assert_eq!(it.key(), want[1].as_slice());
+        it.seek_for_prev(&seek_key(b"d", 11)).unwrap();
+        assert_eq!(it.key(), want[0].as_slice());
+        it.seek_for_prev(&seek_key(b"a", 11)).unwrap();
+        assert!(!it.valid());
+        it.seek_to_last().unwrap();
+        assert_eq!(it.key(), want[3].as_slice());
+        it.prev().unwrap();
+        assert_eq!(it.key(), want[2].as_slice());
     }
 
     #[test]

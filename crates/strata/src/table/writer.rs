@@ -264,7 +264,9 @@ impl TableFiles {
         Self::parse(dir, &text)
     }
 
-    fn parse(dir: &Path, text: &str) -> Result<TableFiles> {
+    /// Parses descriptor text as if read from `dir` (what [`open`](Self::open) does
+    /// after reading the file).
+    pub fn parse(dir: &Path, text: &str) -> Result<TableFiles> {
         let path = dir.join(DESCRIPTOR);
         let bad =
             |line: usize, why: &str| Error::InvalidArgument(format!("{} line {}: {why}", path.display(), line + 1));
@@ -284,7 +286,7 @@ impl TableFiles {
                     let [what, name, entries, crc] = parts.as_slice() else {
                         return Err(bad(i, "a file line has 4 fields"));
                     };
-                    if name.contains('/') || name.contains('\\') || name.starts_with('.') {
+                    if name.is_empty() || name.contains('/') || name.contains('\\') || name.starts_with('.') {
                         return Err(bad(i, "file names are plain names in the directory"));
                     }
                     let entries = entries.parse::<u64>().map_err(|_| bad(i, "bad entry count"))?;
