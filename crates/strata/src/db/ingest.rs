@@ -1,13 +1,13 @@
 //! Ingest: installing external SSTables (`sstable::external`) into keyspaces, all of
 //! them in one manifest edit.
 //!
-//! Steps, each leaving the database as it was if it fails:
-//! 1. every file is read whole and checked (`sstable::external::inspect`; files in
-//!    parallel, one per core), and the files for one keyspace must not overlap each
-//!    other;
-//! 2. each is hard-linked (or copied, checking the copy's digest against the read)
-//!    into the database directory under a new file number, synced, and the directory
-//!    synced;
+//! Steps, each leaving the database as it was if it fails (files brought in are removed):
+//! 1. each file gets a new file number and is hard-linked (or copied, computing its
+//!    digest) into the database directory and synced, one file per core;
+//! 2. the file in the directory (the bytes that will be served) is read whole and
+//!    checked (`sstable::external::inspect_file`, errors naming the source), then the
+//!    files for one keyspace must not overlap each other, the caller's check runs, and
+//!    the directory is synced;
 //! 3. with writes held (this call leads the write queue), memtables that overlap a file
 //!    are flushed, running flushes and compactions are waited for, and no new one
 //!    starts until the edit is in;
@@ -140,12 +140,21 @@ impl Db {
     }
 }
 
-/// A checked file on its way in.
+/// A file on its way in: numbered, then copied or linked, then checked (`info`).
 struct Staged {
     keyspace: u32,
-    info: ExternalFileInfo,
+    source: PathBuf,
+    info: Option<ExternalFileInfo>,
     number: u64,
     linked: bool,
+}
+
+impl Staged {
+    fn checked(&self) -> Result<&ExternalFileInfo> {
+        self.info
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument(format!("{} was not checked", self.source.display())))
+    }
 }
 
 impl DbInner {
@@ -176,17 +185,30 @@ impl DbInner {
             }
             names
         };
-        // 1. Check every file, then that no two files of a keyspace overlap.
-        let infos = parallel(items.len(), |i| {
-            let (ks, path) = &items[i];
-            Ok((*ks, external::inspect(fs.as_ref(), path)?))
-        })?;
-        check_disjoint(&infos, &names)?;
-        check(&infos)?;
-        // 2. Bring them into the directory.
-        let mut staged: Vec<Staged> = Vec::with_capacity(infos.len());
-        let r = self.stage_all(infos, opts, &mut staged);
-        let r = r.and_then(|()| self.install_ingest(&staged, &names));
+        // 1 and 2, one file per core: bring each into the directory, then check the copy
+        // (the bytes that will be served); then across files. Numbered first, so a
+        // failure anywhere knows every file to remove.
+        let mut staged: Vec<Staged> = Vec::with_capacity(items.len());
+        for (keyspace, source) in &items {
+            staged.push(Staged {
+                keyspace: *keyspace,
+                source: source.clone(),
+                info: None,
+                number: self.versions.lock().new_file_number(),
+                linked: false,
+            });
+        }
+        let r = self.stage_all(opts, &mut staged).and_then(|()| {
+            let infos: Vec<(u32, ExternalFileInfo)> = staged
+                .iter()
+                .filter_map(|s| s.info.clone().map(|i| (s.keyspace, i)))
+                .collect();
+            check_disjoint(&infos, &names)?;
+            check(&infos)?;
+            // The new names must be durable before the manifest lists them.
+            fs.sync_dir(&self.dir)?;
+            self.install_ingest(&staged, &names)
+        });
         if r.is_err() {
             for s in &staged {
                 self.table_cache.evict(s.number);
@@ -196,39 +218,26 @@ impl DbInner {
         r
     }
 
-    fn stage_all(
-        &self,
-        infos: Vec<(u32, ExternalFileInfo)>,
-        opts: &IngestOptions,
-        staged: &mut Vec<Staged>,
-    ) -> Result<()> {
+    fn stage_all(&self, opts: &IngestOptions, staged: &mut [Staged]) -> Result<()> {
         let fs = self.opts.fs.as_ref();
-        // Numbered first, so a failure anywhere knows every file to remove.
-        for (keyspace, info) in infos {
-            staged.push(Staged {
-                keyspace,
-                info,
-                number: self.versions.lock().new_file_number(),
-                linked: false,
-            });
-        }
-        let linked = parallel(staged.len(), |i| {
+        let done = parallel(staged.len(), |i| {
             let s = &staged[i];
             let dest = self.dir.join(table_file_name(s.number));
-            if opts.link_files && fs.hard_link(&s.info.path, &dest).is_ok() {
+            let (linked, digest) = if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
                 // The source's writer may not have synced it (copied onto shared storage).
                 fs.open_append(&dest)?.sync()?;
-                Ok(true)
+                (true, None)
             } else {
-                copy_checked(fs, &s.info, &dest)?;
-                Ok(false)
-            }
+                (false, Some(copy(fs, &s.source, &dest)?))
+            };
+            let info = external::inspect_file(fs.open(&dest)?, &s.source, digest)?;
+            Ok((linked, info))
         })?;
-        for (s, l) in staged.iter_mut().zip(linked) {
-            s.linked = l;
+        for (s, (linked, info)) in staged.iter_mut().zip(done) {
+            s.linked = linked;
+            s.info = Some(info);
         }
-        // The new names must be durable before the manifest lists them.
-        fs.sync_dir(&self.dir)
+        Ok(())
     }
 
     /// Steps 3 and 4 of the module docs.
@@ -260,10 +269,11 @@ impl DbInner {
             let mut files = Vec::with_capacity(staged.len());
             let now = self.opts.clock.now_micros();
             for s in staged {
+                let info = s.checked()?;
                 let tree = version.keyspace(s.keyspace).ok_or_else(|| {
                     Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace))
                 })?;
-                let (level, run) = place(&self.opts, tree, &s.info.smallest, &s.info.largest);
+                let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest);
                 let run = match run {
                     Some(r) => r,
                     None => *fresh_runs
@@ -272,27 +282,27 @@ impl DbInner {
                 };
                 let meta = FileMeta {
                     number: s.number,
-                    size: s.info.file_size,
-                    smallest: s.info.smallest.clone(),
-                    largest: s.info.largest.clone(),
+                    size: info.file_size,
+                    smallest: info.smallest.clone(),
+                    largest: info.largest.clone(),
                     min_seq: seq,
                     max_seq: seq,
-                    entries: s.info.entries,
-                    tombstones: s.info.deletes,
+                    entries: info.entries,
+                    tombstones: info.deletes,
                     range_tombstones: 0,
-                    oldest_tombstone_time: (s.info.deletes > 0).then_some(now),
-                    raw_bytes: s.info.raw_bytes,
+                    oldest_tombstone_time: (info.deletes > 0).then_some(now),
+                    raw_bytes: info.raw_bytes,
                     global_seq: Some(seq),
                 };
                 // Opened (and checked once more) before the manifest names it.
                 self.table_cache.get(&meta)?;
                 files.push(IngestedFile {
-                    source: s.info.path.clone(),
+                    source: info.path.clone(),
                     keyspace: names.get(&s.keyspace).cloned().unwrap_or_default(),
                     number: s.number,
                     level,
-                    entries: s.info.entries,
-                    bytes: s.info.file_size,
+                    entries: info.entries,
+                    bytes: info.file_size,
                     linked: s.linked,
                 });
                 edit.new_files.push(NewFile {
@@ -326,7 +336,8 @@ impl DbInner {
         let mut overlap = false;
         'outer: for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             for s in staged {
-                let (lo, hi) = (&s.info.smallest, &s.info.largest);
+                let info = s.checked()?;
+                let (lo, hi) = (&info.smallest, &info.largest);
                 if m.range_tombstones(s.keyspace)
                     .iter()
                     .any(|t| t.start.as_slice() <= hi.as_slice() && t.end.as_slice() > lo.as_slice())
@@ -451,11 +462,10 @@ fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, Strin
     Ok(())
 }
 
-/// Copies `info`'s file to `dest` in 1 MiB pieces and syncs it; the copy must have the
-/// digest `inspect` computed (the source did not change in between).
-fn copy_checked(fs: &dyn FileSystem, info: &ExternalFileInfo, dest: &Path) -> Result<()> {
+/// Copies `source` to `dest` in 1 MiB pieces and syncs it; returns the copy's digest.
+fn copy(fs: &dyn FileSystem, source: &Path, dest: &Path) -> Result<u64> {
     const PIECE: u64 = 1 << 20;
-    let src = fs.open(&info.path)?;
+    let src = fs.open(source)?;
     let size = src.size();
     let mut out = fs.create(dest)?;
     let mut digest = crate::sstable::FileDigest::default();
@@ -468,11 +478,5 @@ fn copy_checked(fs: &dyn FileSystem, info: &ExternalFileInfo, dest: &Path) -> Re
         at += n;
     }
     out.sync()?;
-    if size != info.file_size || digest.finish() != info.digest {
-        return Err(Error::InvalidArgument(format!(
-            "{} changed while it was being ingested",
-            info.path.display()
-        )));
-    }
-    Ok(())
+    Ok(digest.finish())
 }

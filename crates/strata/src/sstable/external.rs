@@ -316,13 +316,33 @@ impl ExternalSstWriter {
 /// properties block. Returns what it holds, with the file's [`FileDigest`]. A bad file is an error naming the file (and, for damage, the
 /// offset); the file is never changed.
 pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
-    inspect_file(fs.open(path)?)
+    inspect_file(fs.open(path)?, path, None)
 }
 
-/// [`inspect`] of an open file (named by its path in errors).
-pub fn inspect_file(file: Arc<dyn crate::fs::RandomAccessFile>) -> Result<ExternalFileInfo> {
-    let path = file.path().to_path_buf();
-    let path = path.as_path();
+/// [`inspect`] of an open file, naming it `path` in errors and in the result (an ingest
+/// checks its copy under the source's name), with its digest if already known (the
+/// copy computed it).
+pub fn inspect_file(
+    file: Arc<dyn crate::fs::RandomAccessFile>,
+    path: &Path,
+    digest: Option<u64>,
+) -> Result<ExternalFileInfo> {
+    let renamed = |e: Error| match e {
+        Error::Corruption { offset, reason, .. } => Error::Corruption {
+            file: path.to_path_buf(),
+            offset,
+            reason,
+        },
+        e => e,
+    };
+    inspect_named(file, path, digest).map_err(renamed)
+}
+
+fn inspect_named(
+    file: Arc<dyn crate::fs::RandomAccessFile>,
+    path: &Path,
+    digest: Option<u64>,
+) -> Result<ExternalFileInfo> {
     let file_size = file.size();
     let bad = |reason: String| Error::InvalidArgument(format!("{}: {reason}", path.display()));
     // The version first, from the raw footer (magic at 64, version at 72): a table of
@@ -398,7 +418,10 @@ pub fn inspect_file(file: Arc<dyn crate::fs::RandomAccessFile>) -> Result<Extern
     if entries != props.entries || smallest != props.smallest_user_key || last != props.largest_user_key {
         return Err(bad("entries disagree with the properties block".into()));
     }
-    let digest = file_digest(file.as_ref())?;
+    let digest = match digest {
+        Some(d) => d,
+        None => file_digest(file.as_ref())?,
+    };
     Ok(ExternalFileInfo {
         path: path.to_path_buf(),
         format_version: version,
