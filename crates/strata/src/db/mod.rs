@@ -76,6 +76,20 @@ pub(crate) struct BgState {
     pub shutdown: bool,
 }
 
+impl BgState {
+    /// Whether waiting for the background still makes sense: not after a failure, and
+    /// not once the database is closing.
+    pub fn check(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if self.shutdown {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+}
+
 pub(crate) struct WalState {
     pub writer: wal::Writer,
 }
@@ -581,10 +595,7 @@ impl DbInner {
     }
 
     pub fn background_error(&self) -> Result<()> {
-        match &self.bg.lock().error {
-            Some(e) => Err(Error::Background(e.clone())),
-            None => Ok(()),
-        }
+        self.bg.lock().check()
     }
 
     /// Live snapshot seqnos, ascending.
