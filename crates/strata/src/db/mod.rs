@@ -7,7 +7,7 @@
 //! level's runs newest first, merged by seqno; a read at a snapshot sees exactly the
 //! entries with seqno <= the snapshot.
 //!
-//! What a reader sees is one [`SuperVersion`]: the active memtable, the frozen ones and
+//! What a reader sees is one `SuperVersion`: the active memtable, the frozen ones and
 //! the SSTable version, swapped together so no entry is ever missed or seen half-moved.
 
 mod background;
