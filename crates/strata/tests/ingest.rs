@@ -4,13 +4,14 @@
 //! an ingest leaving all files in or none. (The model tests interleave ingests with
 //! everything else: `common::Op::Ingest`.)
 
-mod support;
+#[allow(unused_imports)] // the harness re-exports more than this file needs
+mod fault_harness;
 
 use std::path::{Path, PathBuf};
 
+use fault_harness::{CrashMode, Fault, FaultSpec, FaultyFs, Op, Target};
 use strata::sstable::{ExternalSstWriter, SstOptions, SstWriter};
 use strata::{Db, Error, IngestOptions, Options, SyncPolicy};
-use support::{CrashMode, Fault, FaultSpec, FaultyFs, Op, Target};
 
 fn small() -> Options {
     Options {
@@ -425,7 +426,7 @@ fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
 
 #[test]
 fn power_loss_at_any_step_of_an_ingest_leaves_all_files_or_none() {
-    support::install_panic_hook();
+    fault_harness::install_panic_hook();
     let mut outcomes = [0usize; 2];
     for (op, n) in [
         (Op::Create, 6),

@@ -36,7 +36,7 @@ fn row(id: u64) -> Vec<Value> {
         Value::U64(id),
         Value::from(format!("user{id}").as_str()),
         Value::I64((id % 50) as i64),
-        if id % 7 == 0 {
+        if id.is_multiple_of(7) {
             Value::Null
         } else {
             Value::from(format!("u{id}@x").as_str())

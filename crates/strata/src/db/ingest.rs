@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, seek_key, user_key};
-use crate::sstable::{ExternalFileInfo, external, table_file_name};
+use crate::sstable::{ExternalFileInfo, external, sst_file_name};
 use crate::version::{FileMeta, NewFile, VersionEdit};
 
 /// How [`Db::ingest`] brings files in.
@@ -140,6 +140,9 @@ impl Db {
     }
 }
 
+/// A caller's judgement of the checked files, `(keyspace id, what the file holds)`.
+pub(crate) type FilesCheck<'a> = dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()> + 'a;
+
 /// A file on its way in: numbered, then copied or linked, then checked (`info`).
 struct Staged {
     keyspace: u32,
@@ -165,7 +168,7 @@ impl DbInner {
         &self,
         items: Vec<(u32, PathBuf)>,
         opts: &IngestOptions,
-        check: &dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()>,
+        check: &FilesCheck<'_>,
     ) -> Result<IngestReport> {
         self.check_open()?;
         self.check_writable()?;
@@ -211,8 +214,8 @@ impl DbInner {
         });
         if r.is_err() {
             for s in &staged {
-                self.table_cache.evict(s.number);
-                let _ = fs.remove(&self.dir.join(table_file_name(s.number)));
+                self.sst_cache.evict(s.number);
+                let _ = fs.remove(&self.dir.join(sst_file_name(s.number)));
             }
         }
         r
@@ -222,7 +225,7 @@ impl DbInner {
         let fs = self.opts.fs.as_ref();
         let done = parallel(staged.len(), |i| {
             let s = &staged[i];
-            let dest = self.dir.join(table_file_name(s.number));
+            let dest = self.dir.join(sst_file_name(s.number));
             let (linked, digest) = if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
                 // The source's writer may not have synced it (copied onto shared storage).
                 fs.open_append(&dest)?.sync()?;
@@ -295,7 +298,7 @@ impl DbInner {
                     global_seq: Some(seq),
                 };
                 // Opened (and checked once more) before the manifest names it.
-                self.table_cache.get(&meta)?;
+                self.sst_cache.get(meta.number, meta.global_seq)?;
                 files.push(IngestedFile {
                     source: info.path.clone(),
                     keyspace: names.get(&s.keyspace).cloned().unwrap_or_default(),

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use super::InternalIterator;
-use crate::cache::SstCache;
 use crate::error::Result;
 use crate::key::user_key;
+use crate::sstable::cache::SstCache;
 use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;
 
@@ -40,7 +40,7 @@ impl RunIter {
         self.idx = idx;
         match self.files.get(idx) {
             Some(f) => {
-                let t = self.cache.get(&f.meta)?;
+                let t = self.cache.get(f.meta.number, f.meta.global_seq)?;
                 self.cur = Some(t.iter_with(self.fill));
                 Ok(true)
             }

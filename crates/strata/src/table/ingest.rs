@@ -36,7 +36,7 @@ impl Table {
     /// `table::ingest` and `db::ingest`.
     pub fn ingest(&self, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
         let files = TableFiles::open(dir.as_ref())?;
-        let _ddl = self.db.ddl.write();
+        let _ddl = self.tables()?.ddl.write();
         let rt = self.runtime()?;
         let layout = &rt.layout;
         same_shape(&layout.schema, &files.schema)?;

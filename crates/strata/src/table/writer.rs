@@ -23,12 +23,12 @@ use super::catalog::{IndexEntry, TableDef};
 use super::layout::Layout;
 use super::schema::Schema;
 use super::value::Value;
-use crate::cache::SstCache;
 use crate::compaction::JobContext;
 use crate::compaction::sorter::ExternalSorter;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 use crate::key::{ValueKind, internal_key, user_key};
+use crate::sstable::cache::SstCache;
 use crate::sstable::{ExternalSstWriter, SstOptions};
 
 /// Name of the descriptor file in a [`TableWriter`]'s output directory.
@@ -147,8 +147,8 @@ impl TableWriter {
         let ctx = JobContext {
             fs: fs.clone(),
             dir: dir.clone(),
-            table_cache: Arc::new(SstCache::new(fs.clone(), dir.clone(), 0, None)),
-            table_opts: opts.sst.clone(),
+            sst_cache: Arc::new(SstCache::new(fs.clone(), dir.clone(), 0, None)),
+            sst_opts: opts.sst.clone(),
             file_numbers: Arc::new(AtomicU64::new(1)),
             target_file_size: u64::MAX,
             clock: Arc::new(crate::options::SystemClock),

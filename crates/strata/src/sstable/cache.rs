@@ -1,5 +1,5 @@
-//! Caches shared by all table readers: decoded data blocks, bounded by bytes
-//! ([`BlockCache`]), and open tables, bounded by count ([`SstCache`]).
+//! Caches shared by all SSTable readers: decoded data blocks, bounded by bytes
+//! ([`BlockCache`]), and open SSTables, bounded by count ([`SstCache`]).
 //!
 //! Both are sharded `quick_cache` caches (CLOCK-Pro-like eviction), safe to share
 //! between threads. Blocks are keyed by (file number, block offset); file numbers are
@@ -14,8 +14,8 @@ use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::fs::FileSystem;
-use crate::sstable::{Block, SstReader, table_file_name};
-use crate::version::FileMeta;
+use crate::key::SeqNo;
+use crate::sstable::{Block, SstReader, sst_file_name};
 
 /// Charges each block its memory footprint.
 #[derive(Debug, Clone, Copy)]
@@ -172,19 +172,19 @@ impl SstCache {
         }
     }
 
-    fn open(&self, file: &FileMeta) -> Result<Arc<SstReader>> {
-        let f = self.fs.open(&self.dir.join(table_file_name(file.number)))?;
-        let reader = SstReader::open(f, file.number, self.block_cache.clone())?;
-        Ok(Arc::new(reader.with_global_seq(file.global_seq)))
+    fn open(&self, number: u64, global_seq: Option<SeqNo>) -> Result<Arc<SstReader>> {
+        let file = self.fs.open(&self.dir.join(sst_file_name(number)))?;
+        let reader = SstReader::open(file, number, self.block_cache.clone())?;
+        Ok(Arc::new(reader.with_global_seq(global_seq)))
     }
 
-    /// The open table of `file`, opening (and validating) it on a miss; an ingested file
-    /// is read with its global seqno. Concurrent misses for one number open the file
-    /// once.
-    pub fn get(&self, file: &FileMeta) -> Result<Arc<SstReader>> {
+    /// The open table `number`, opening (and validating) it on a miss; an ingested file
+    /// is read with its `global_seq` (`FileMeta::global_seq`). Concurrent misses for one
+    /// number open the file once.
+    pub fn get(&self, number: u64, global_seq: Option<SeqNo>) -> Result<Arc<SstReader>> {
         match &self.tables {
-            Some(c) => c.get_or_insert_with(&file.number, || self.open(file)),
-            None => self.open(file),
+            Some(c) => c.get_or_insert_with(&number, || self.open(number, global_seq)),
+            None => self.open(number, global_seq),
         }
     }
 
@@ -263,7 +263,7 @@ mod tests {
     }
 
     fn write_table(dir: &std::path::Path, number: u64) {
-        let path = dir.join(table_file_name(number));
+        let path = dir.join(sst_file_name(number));
         let file = RealFs.create(&path).expect("create");
         let mut b = SstWriter::new(file, path, SstOptions::default());
         b.add(
@@ -274,23 +274,6 @@ mod tests {
         b.finish().expect("finish");
     }
 
-    fn meta(number: u64) -> FileMeta {
-        FileMeta {
-            number,
-            size: 0,
-            smallest: Vec::new(),
-            largest: Vec::new(),
-            min_seq: 0,
-            max_seq: 0,
-            entries: 0,
-            tombstones: 0,
-            range_tombstones: 0,
-            oldest_tombstone_time: None,
-            raw_bytes: 0,
-            global_seq: None,
-        }
-    }
-
     #[test]
     fn table_cache_bounds_open_tables_and_reuses_them() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -299,21 +282,21 @@ mod tests {
         }
         let blocks = Arc::new(BlockCache::new(1 << 20));
         let tc = SstCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 2, Some(blocks));
-        let t1 = tc.get(&meta(1)).expect("open 1");
-        assert!(Arc::ptr_eq(&t1, &tc.get(&meta(1)).expect("cached 1")));
+        let t1 = tc.get(1, None).expect("open 1");
+        assert!(Arc::ptr_eq(&t1, &tc.get(1, None).expect("cached 1")));
         assert_eq!(t1.path(), dir.path().join("000001.sst"));
         for n in 1..=6 {
-            let t = tc.get(&meta(n)).expect("open");
+            let t = tc.get(n, None).expect("open");
             assert_eq!(t.number(), n);
             assert!(t.get(format!("key{n}").as_bytes(), n).expect("get").is_some());
             assert!(tc.len() <= 2, "{} tables open", tc.len());
         }
         tc.evict(6);
         assert!(tc.len() <= 1);
-        let err = tc.get(&meta(42)).expect_err("missing file");
+        let err = tc.get(42, None).expect_err("missing file");
         assert!(!err.is_corruption());
         let uncached = SstCache::new(Arc::new(RealFs), dir.path().to_path_buf(), 0, None);
-        assert!(uncached.get(&meta(3)).is_ok());
+        assert!(uncached.get(3, None).is_ok());
         assert_eq!(uncached.len(), 0);
     }
 }
