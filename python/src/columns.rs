@@ -43,7 +43,10 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
         }
         let (len, offset, validity, data, offsets): ColumnIn = col.extract()?;
         if len != n {
-            return Err(errors::schema(py, format!("column {}: {len} values for {n} rows", f.text)));
+            return Err(errors::schema(
+                py,
+                format!("column {}: {len} values for {n} rows", f.text),
+            ));
         }
         let bad = || errors::schema(py, format!("column {}: buffers too short for {len} values", f.text));
         let bit = |buf: &[u8], i: usize| buf.get(i / 8).map(|b| b >> (i % 8) & 1 == 1);
@@ -71,9 +74,11 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
                     if f.ty == FieldType::Bytes {
                         Value::Bytes(b)
                     } else {
-                        Value::Str(String::from_utf8(b).map_err(|_| {
-                            errors::schema(py, format!("column {}: invalid UTF-8 at row {i}", f.text))
-                        })?)
+                        Value::Str(
+                            String::from_utf8(b).map_err(|_| {
+                                errors::schema(py, format!("column {}: invalid UTF-8 at row {i}", f.text))
+                            })?,
+                        )
                     }
                 }
             });
@@ -134,5 +139,6 @@ pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[Fiel
             ],
         )?)?;
     }
-    py.import("strata._arrow")?.call_method1("table_from_columns", (names, cols))
+    py.import("strata._arrow")?
+        .call_method1("table_from_columns", (names, cols))
 }

@@ -11,9 +11,7 @@ use pyo3::prelude::*;
 pub fn to_py(py: Python<'_>, e: strata::Error) -> PyErr {
     let (class, file, offset) = match &e {
         strata::Error::Io { path, .. } => ("IoError", path.clone(), None),
-        strata::Error::Corruption { file, offset, .. } => {
-            ("CorruptionError", Some(file.clone()), Some(*offset))
-        }
+        strata::Error::Corruption { file, offset, .. } => ("CorruptionError", Some(file.clone()), Some(*offset)),
         strata::Error::InvalidArgument(_) => ("InvalidArgument", None, None),
         strata::Error::NotFound(_) => ("NotFoundError", None, None),
         strata::Error::AlreadyExists(_) => ("AlreadyExistsError", None, None),

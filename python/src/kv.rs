@@ -72,7 +72,9 @@ impl Database {
     fn new(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let opts = crate::options::parse(py, options)?;
         let p = path.clone();
-        let db = py.detach(move || Db::open(&p, opts)).map_err(|e| errors::to_py(py, e))?;
+        let db = py
+            .detach(move || Db::open(&p, opts))
+            .map_err(|e| errors::to_py(py, e))?;
         let default = db.default_keyspace();
         Ok(Database {
             shared: Arc::new(Shared {
@@ -615,7 +617,10 @@ impl Snapshot {
     /// The engine snapshot, or `ClosedError` once released or the database closed.
     pub fn engine_snapshot(&self, py: Python<'_>) -> PyResult<strata::Snapshot> {
         self.shared.check(py)?;
-        self.snap.lock().clone().ok_or_else(|| errors::new(py, "ClosedError", "snapshot was released"))
+        self.snap
+            .lock()
+            .clone()
+            .ok_or_else(|| errors::new(py, "ClosedError", "snapshot was released"))
     }
 
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {

@@ -109,7 +109,10 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
     // a value cannot smuggle in grammar of its own.
     let word = |s: String, what: &str| -> PyResult<String> {
         if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ') {
-            return Err(errors::invalid(py, format!("schema {what} {s:?}: use letters, digits and _")));
+            return Err(errors::invalid(
+                py,
+                format!("schema {what} {s:?}: use letters, digits and _"),
+            ));
         }
         Ok(s)
     };
@@ -308,7 +311,12 @@ impl Table {
                 "[]" => (true, true),
                 "(]" => (false, true),
                 "()" => (false, false),
-                _ => return Err(errors::invalid(py, format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""))),
+                _ => {
+                    return Err(errors::invalid(
+                        py,
+                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
+                    ));
+                }
             };
             let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
                 if obj.is_none() {
@@ -425,7 +433,10 @@ impl Transaction {
                 f(t);
                 Ok(())
             }
-            None => Err(errors::invalid(py, "the transaction was already committed or discarded")),
+            None => Err(errors::invalid(
+                py,
+                "the transaction was already committed or discarded",
+            )),
         }
     }
 }
@@ -473,7 +484,10 @@ impl Transaction {
     /// Applies every statement atomically; returns how many were applied.
     fn commit(&self, py: Python<'_>) -> PyResult<u64> {
         let Some(t) = self.txn.lock().take() else {
-            return Err(errors::invalid(py, "the transaction was already committed or discarded"));
+            return Err(errors::invalid(
+                py,
+                "the transaction was already committed or discarded",
+            ));
         };
         Ok(engine(py, &self.shared, move || t.commit())?.statements)
     }
