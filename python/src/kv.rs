@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, RwLock};
-use pyo3::exceptions::PyKeyError;
+use pyo3::exceptions::{PyKeyError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use strata::{Db, Keyspace as EngineKeyspace};
@@ -442,11 +442,13 @@ fn scan(
     })?;
     Ok(Scan {
         shared: shared.clone(),
-        it: Mutex::new(it),
+        it: Mutex::new((Prefetch::new(), it)),
         reverse,
         keys_only,
     })
 }
+
+type KeyValue = (Vec<u8>, Vec<u8>);
 
 /// A lazy iterator over a key range, yielding `(key, value)` tuples of `bytes` (or keys
 /// alone when iterating a keyspace directly). Raises `ClosedError` once the database is
@@ -454,9 +456,72 @@ fn scan(
 #[pyclass(frozen, module = "strata")]
 pub struct Scan {
     shared: Arc<Shared>,
-    it: Mutex<strata::Scan>,
+    it: Mutex<(Prefetch<KeyValue>, strata::Scan)>,
     reverse: bool,
     keys_only: bool,
+}
+
+/// A guard of an iterator's lock. Never waited for while holding the GIL: a second
+/// thread advancing the same iterator at the same moment gets an error, as a generator
+/// does.
+pub fn busy<G>(guard: Option<G>) -> PyResult<G> {
+    guard.ok_or_else(|| PyRuntimeError::new_err("the iterator is being advanced by another thread"))
+}
+
+/// Items read ahead of the caller, so that the GIL is released once per run of items
+/// rather than per item: a scan reads at a fixed snapshot, so reading ahead changes no
+/// result. Runs start short (a caller may stop early) and double up to 512.
+pub struct Prefetch<T> {
+    pub buf: std::collections::VecDeque<T>,
+    pub run: usize,
+    pub done: bool,
+    /// An error met while reading ahead, raised once the items before it are taken.
+    pub err: Option<strata::Error>,
+}
+
+impl<T> Prefetch<T> {
+    pub fn new() -> Self {
+        Prefetch {
+            buf: std::collections::VecDeque::new(),
+            run: 8,
+            done: false,
+            err: None,
+        }
+    }
+
+    /// The next item: from the buffer, or after refilling it with `fill(n)` (up to `n`
+    /// items; fewer means the end).
+    pub fn next(
+        &mut self,
+        py: Python<'_>,
+        shared: &Shared,
+        fill: impl FnOnce(usize, &mut std::collections::VecDeque<T>) -> strata::Result<()> + Send,
+    ) -> PyResult<Option<T>>
+    where
+        T: Send,
+    {
+        shared.check(py)?;
+        if self.buf.is_empty() && !self.done {
+            let n = self.run;
+            self.run = (self.run * 2).min(512);
+            let buf = &mut self.buf;
+            let r = py.detach(|| fill(n, buf));
+            if self.buf.len() < n {
+                self.done = true;
+            }
+            if let Err(e) = r {
+                self.done = true;
+                self.err = Some(e);
+            }
+        }
+        match self.buf.pop_front() {
+            Some(item) => Ok(Some(item)),
+            None => match self.err.take() {
+                Some(e) => Err(errors::to_py(py, e)),
+                None => Ok(None),
+            },
+        }
+    }
 }
 
 #[pymethods]
@@ -467,10 +532,17 @@ impl Scan {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let reverse = self.reverse;
-        let item = engine(py, &self.shared, || {
-            let mut it = self.it.lock();
-            let next = if reverse { it.next_back() } else { it.next() };
-            next.transpose()
+        let mut guard = busy(self.it.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let item = pf.next(py, &self.shared, |n, buf| {
+            for _ in 0..n {
+                let next = if reverse { it.next_back() } else { it.next() };
+                match next {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
         })?;
         Ok(match item {
             None => None,

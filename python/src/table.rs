@@ -16,7 +16,7 @@ use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
 use crate::errors;
-use crate::kv::{Shared, Snapshot, engine};
+use crate::kv::{Prefetch, Shared, Snapshot, busy, engine};
 
 /// What a table handle knows.
 pub struct Info {
@@ -350,7 +350,7 @@ impl Table {
         Ok(Rows {
             shared: self.shared.clone(),
             info: self.info.clone(),
-            rows: Mutex::new(rows),
+            rows: Mutex::new((Prefetch::new(), rows)),
         })
     }
 
@@ -524,23 +524,31 @@ impl Transaction {
 pub struct Rows {
     shared: Arc<Shared>,
     info: Arc<Info>,
-    rows: Mutex<strata::table::Rows>,
+    rows: Mutex<(Prefetch<Vec<Value>>, strata::table::Rows)>,
 }
 
 impl Rows {
     /// Up to `n` more rows, read with the GIL released.
     pub fn take(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Vec<Value>>> {
+        let mut guard = busy(self.rows.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let mut out: Vec<Vec<Value>> = pf.buf.drain(..).collect();
+        if let Some(e) = pf.err.take() {
+            return Err(errors::to_py(py, e));
+        }
+        if pf.done {
+            return Ok(out);
+        }
         engine(py, &self.shared, || {
-            let mut it = self.rows.lock();
-            let mut out = Vec::new();
             while out.len() < n {
                 match it.next() {
                     Some(r) => out.push(r?),
                     None => break,
                 }
             }
-            Ok(out)
-        })
+            Ok(())
+        })?;
+        Ok(out)
     }
 }
 
@@ -551,7 +559,18 @@ impl Rows {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let row = engine(py, &self.shared, || self.rows.lock().next().transpose())?;
+        let mut guard = busy(self.rows.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let row = pf.next(py, &self.shared, |n, buf| {
+            for _ in 0..n {
+                match it.next() {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })?;
+        drop(guard);
         match row {
             Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),
             None => Ok(None),
