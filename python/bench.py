@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """Strata from Python beside sqlite3 (standard library) and rocksdict (RocksDB's Python
-binding), every engine in the same run on fresh directories.
+binding), every engine in the same run on fresh directories, ``--rounds`` times
+interleaved; the figures are medians. Results: docs/benchmarks/python.md.
 
-* ``micro``: the deferred-update paper's microbenchmark (see /work/shared/BENCHMARKS.md
-  and ``strata-bench micro``): table ``test(f1 pk, f2..f5)`` with four non-unique
-  secondary indexes, ``--rows`` preloaded, then client threads commit batches of
-  uniform size 1..=500, each statement a REPLACE of a random row or a DELETE of a
-  random key (1/2 each), for ``--seconds``. Strata deferred and eager, and sqlite3
-  (WAL, synchronous=OFF, the same schema and indexes, the same batches as
-  transactions). The batches are generated before the clock starts, so the figures are
-  the engines' and their Python bindings', not the generator's.
+* ``micro``: the deferred-update paper's microbenchmark (docs/benchmarks/micro.md,
+  ``strata-bench micro``): table ``test(f1 pk, f2..f5)`` with four non-unique secondary
+  indexes, ``--rows`` preloaded, then client threads commit batches of uniform size
+  1..=500, each statement a REPLACE of a random row or a DELETE of a random key (1/2
+  each), for ``--seconds``. Strata deferred and eager (the paper's engine settings),
+  and sqlite3 (WAL, synchronous=OFF, 8 KiB pages, a 64 MiB page cache like Strata's
+  block cache, the same schema and indexes, the same batches as transactions). The
+  batches are generated before the clock starts, so the figures are the engines' and
+  their Python bindings', not the generator's.
 * ``kv``: ``--keys`` keys of 16 bytes (the key number big-endian, then zeros) with
-  100-byte values: fillrandom (one ``put`` call per key, random order), fillbatch
-  (fresh database, batches of ``--batch`` puts), readrandom (one ``get`` per key, random
-  order, after a flush of the memtable), scan (iterate everything). Strata, rocksdict (raw mode) and sqlite3 (a
-  ``WITHOUT ROWID`` table, autocommit).
+  100-byte values: fillrandom (one ``put`` call per key, random order), readrandom (one
+  ``get`` per key, random order, after a flush of the memtable), scan (iterate
+  everything), fillbatch (a fresh database, batches of ``--batch`` puts). Strata (its
+  defaults), Strata again (``strata-aa``, an A/A control), rocksdict (raw mode, its
+  defaults) and sqlite3 (a ``WITHOUT ROWID`` table, autocommit).
 * ``layer``: the Python layer's cost per get: Python readrandom's microseconds per call
   against ``strata-bench kv --benchmarks fillseq,readrandom`` with the same keys,
   values and engine settings, when the ``strata-bench`` binary is found.
@@ -30,6 +33,7 @@ import os
 import random
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,15 +56,15 @@ PAPER = dict(
     background_threads=2,
     sync="none",
 )
-# `strata-bench kv`'s defaults, so that the layer comparison runs the same engine.
-KV_STRATA = dict(
-    memtable_budget=64 << 20,
-    block_size=4096,
-    block_cache_bytes=8 << 20,
-    bloom_fpr=0.0082,  # 10 bits per key
-    background_threads=2,
-    sync="none",
-)
+# The key-value runs open Strata with its defaults (as a user gets it) except the WAL
+# policy, written but not fsynced like rocksdict's and sqlite3's settings here; the
+# layer comparison runs `strata-bench kv` with the same settings (RUST_KV_FLAGS).
+KV_STRATA: dict[str, Any] = dict(sync="none")
+# sqlite3's page cache: the size of Strata's default block cache (64 MiB), as in
+# `strata-bench micro`.
+SQLITE_CACHE_KIB = 64 << 10
+RUST_KV_FLAGS = ["--cache_size", str(64 << 20), "--block_size", str(8 << 10), "--bloom_bits", "10",
+                 "--write_buffer_size", str(64 << 20)]
 
 
 # ---------------------------------------------------------------- micro workload
@@ -119,6 +123,7 @@ class SqliteMicro:
     def __init__(self, path: str) -> None:
         self.path = path
         c = self.connect()
+        c.execute("PRAGMA page_size=8192")
         c.execute("PRAGMA journal_mode=WAL")
         c.execute(
             "CREATE TABLE test (f1 INTEGER PRIMARY KEY, f2 INTEGER, f3 INTEGER, f4 INTEGER, f5 INTEGER)"
@@ -130,6 +135,7 @@ class SqliteMicro:
     def connect(self) -> sqlite3.Connection:
         c = sqlite3.connect(self.path, timeout=600, isolation_level=None, check_same_thread=False)
         c.execute("PRAGMA synchronous=OFF")
+        c.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         return c
 
     def preload(self, rows: list[tuple[int, ...]]) -> None:
@@ -137,6 +143,7 @@ class SqliteMicro:
         c.execute("BEGIN")
         c.executemany("INSERT OR REPLACE INTO test VALUES (?, ?, ?, ?, ?)", rows)
         c.execute("COMMIT")
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         c.close()
 
     def client(self) -> Callable[[list[Stmt]], None]:
@@ -298,8 +305,10 @@ class SqliteKV:
 
     def __init__(self, path: str) -> None:
         self.c = sqlite3.connect(path, isolation_level=None)
+        self.c.execute("PRAGMA page_size=8192")
         self.c.execute("PRAGMA journal_mode=WAL")
         self.c.execute("PRAGMA synchronous=OFF")
+        self.c.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         self.c.execute("CREATE TABLE kv (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")
 
     def fill(self, keys: list[bytes], values: list[bytes]) -> None:
@@ -344,6 +353,7 @@ def timed(f: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def run_kv(cls: Any, root: str, n: int, batch: int, seed: int) -> dict[str, Any]:
+    os.makedirs(root, exist_ok=True)
     keys = make_keys(n)
     values = make_values(n, 100, seed)
     order = list(range(n))
@@ -393,7 +403,7 @@ def find_strata_bench() -> str | None:
 def rust_readrandom(binary: str, n: int, root: str) -> dict[str, Any] | None:
     out = os.path.join(root, "rust.json")
     cmd = [binary, "kv", "--benchmarks", "fillseq,readrandom", "--num", str(n), "--key_size", "16",
-           "--value_size", "100", "--no_dd", "--db", os.path.join(root, "rust-db"), "--json", out]
+           "--value_size", "100", *RUST_KV_FLAGS, "--no_dd", "--db", os.path.join(root, "rust-db"), "--json", out]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         data = json.load(f)
@@ -417,6 +427,10 @@ def rust_readrandom(binary: str, n: int, root: str) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- report
 
 
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
@@ -430,6 +444,7 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=200_000, help="kv: keys [200000]")
     ap.add_argument("--batch", type=int, default=100, help="kv: puts per batch [100]")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds; figures are medians [3]")
     ap.add_argument("--only", choices=["micro", "kv"], help="run one part")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--dir", help="parent of the database directories [a temporary directory]")
@@ -453,36 +468,60 @@ def main() -> int:
     try:
         if a.only in (None, "micro"):
             print(f"micro: {a.rows} rows, {a.threads} client thread(s), batches 1..={a.max_batch}, "
-                  f"{a.seconds:g} s per engine", flush=True)
+                  f"{a.seconds:g} s per engine, {a.rounds} round(s)", flush=True)
             rows = preload_rows(a.rows, a.seed)
             batches = [client_batches(a.rows, a.max_batch, a.seed, i, 400) for i in range(a.threads)]
-            micro: dict[str, Any] = {}
-            for name, make in (
-                ("strata-deferred", lambda p: StrataMicro(p, "deferred")),
-                ("strata-eager", lambda p: StrataMicro(p, "eager")),
-                ("sqlite3", lambda p: SqliteMicro(p)),
-            ):
-                path = os.path.join(root, f"micro-{name}")
-                micro[name] = run_micro(make(path), rows, batches, a.seconds)
-                shutil.rmtree(path, ignore_errors=True)
-                print(f"  {name:16} {micro[name]['statements_per_sec']:>12,.0f} st/s "
-                      f"(preload {micro[name]['preload_seconds']:.1f} s)", flush=True)
+            runs: dict[str, list[dict[str, Any]]] = {}
+            for rnd in range(a.rounds):
+                for name, make in (
+                    ("strata-deferred", lambda p: StrataMicro(p, "deferred")),
+                    ("strata-eager", lambda p: StrataMicro(p, "eager")),
+                    ("sqlite3", lambda p: SqliteMicro(p)),
+                ):
+                    path = os.path.join(root, f"micro-{name}-{rnd}")
+                    r = run_micro(make(path), rows, batches, a.seconds)
+                    runs.setdefault(name, []).append(r)
+                    shutil.rmtree(path, ignore_errors=True)
+                    print(f"  round {rnd + 1} {name:16} {r['statements_per_sec']:>12,.0f} st/s "
+                          f"(preload {r['preload_seconds']:.1f} s)", flush=True)
+            micro: dict[str, Any] = {name: {"statements_per_sec": median([r["statements_per_sec"] for r in rs]),
+                            "statements": sum(r["statements"] for r in rs), "runs": rs}
+                     for name, rs in runs.items()}
             result["micro"] = {"rows": a.rows, "threads": a.threads, "max_batch": a.max_batch,
-                               "seconds": a.seconds, "engines": micro}
+                               "seconds": a.seconds, "rounds": a.rounds, "engines": micro}
         if a.only in (None, "kv"):
-            print(f"kv: {a.keys} keys of 16 bytes, values of 100 bytes, batches of {a.batch}", flush=True)
-            kv: dict[str, Any] = {}
-            engines: list[Any] = [StrataKV] + ([RocksKV] if have_rocks else []) + [SqliteKV]
-            for cls in engines:
-                kv[cls.name] = run_kv(cls, root, a.keys, a.batch, a.seed)
-            result["kv"] = {"keys": a.keys, "batch": a.batch, "engines": kv}
+            print(f"kv: {a.keys} keys of 16 bytes, values of 100 bytes, batches of {a.batch}, "
+                  f"{a.rounds} round(s)", flush=True)
+            # "strata-aa" is Strata again: an A/A control of the run's noise.
+            engines: list[tuple[str, Any]] = [("strata", StrataKV), ("strata-aa", StrataKV)]
+            if have_rocks:
+                engines.append(("rocksdict", RocksKV))
+            engines.append(("sqlite3", SqliteKV))
+            kv_runs: dict[str, list[dict[str, Any]]] = {}
+            for rnd in range(a.rounds):
+                for name, cls in engines:
+                    r = run_kv(cls, os.path.join(root, f"{name}-{rnd}"), a.keys, a.batch, a.seed)
+                    kv_runs.setdefault(name, []).append(r)
+                    print(f"  round {rnd + 1} {name:10} " + "  ".join(
+                        f"{ph} {x['ops_per_sec']:,.0f}/s" for ph, x in r.items()), flush=True)
+            kv: dict[str, Any] = {name: {ph: {"ops_per_sec": median([r[ph]["ops_per_sec"] for r in rs]),
+                              "micros_per_op": median([r[ph]["micros_per_op"] for r in rs])}
+                         for ph in rs[0]} | {"runs": rs}
+                  for name, rs in kv_runs.items()}
+            result["kv"] = {"keys": a.keys, "batch": a.batch, "rounds": a.rounds, "engines": kv}
             binary = find_strata_bench()
             if binary:
-                rust = rust_readrandom(binary, a.keys, root)
-                if rust:
+                rust_runs = [rust_readrandom(binary, a.keys, root) for _ in range(a.rounds)]
+                rust_ok = [r for r in rust_runs if r]
+                if rust_ok:
+                    rust_us = median([r["readrandom"]["micros_per_op"] for r in rust_ok])
                     py = kv["strata"]["readrandom"]["micros_per_op"]
-                    result["layer"] = {"rust": rust, "python_micros_per_get": py,
-                                       "python_over_rust": round(py / rust["readrandom"]["micros_per_op"], 3)}
+                    result["layer"] = {"rust_command": rust_ok[0]["command"], "rust_runs": rust_ok,
+                                       "rust_micros_per_get": rust_us, "python_micros_per_get": py,
+                                       "python_over_rust": round(py / rust_us, 3)}
+            else:
+                print("strata-bench not found (cargo build --release -p strata-bench): no layer row",
+                      file=sys.stderr)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -498,18 +537,17 @@ def print_report(r: dict[str, Any]) -> None:
     if "micro" in r:
         m = r["micro"]["engines"]
         print("\nmicro (statements/s)")
-        print(f"| engine | statements/s | statements | strata-deferred / engine |")
+        print("| engine | statements/s (median) | statements (all rounds) | strata-deferred / engine |")
         print("|---|---:|---:|---:|")
         d = m["strata-deferred"]["statements_per_sec"]
         for name, x in m.items():
             print(f"| {name} | {x['statements_per_sec']:,.0f} | {x['statements']:,} | {ratio(d, x['statements_per_sec'])} |")
     if "kv" in r:
         k = r["kv"]["engines"]
-        phases = list(k["strata"].keys())
-        print("\nkv (operations/s; ratio = strata / peer)")
+        phases = [ph for ph in k["strata"] if ph != "runs"]
+        print("\nkv (operations/s, medians; ratio = strata / peer; strata-aa is Strata again)")
         peers = [e for e in k if e != "strata"]
-        head = "| workload | strata | " + " | ".join(f"{p} | strata/{p}" for p in peers) + " |"
-        print(head)
+        print("| workload | strata | " + " | ".join(f"{p} | strata/{p}" for p in peers) + " |")
         print("|---|---:|" + "---:|---:|" * len(peers))
         for ph in phases:
             s = k["strata"][ph]["ops_per_sec"]
@@ -517,9 +555,9 @@ def print_report(r: dict[str, Any]) -> None:
             print(f"| {ph} | {s:,.0f} | {cells} |")
     if "layer" in r:
         layer = r["layer"]
-        rust = layer["rust"]["readrandom"]["micros_per_op"]
         print(f"\nget from Python: {layer['python_micros_per_get']:.3f} us/call; the Rust API "
-              f"(strata-bench kv readrandom, same keys): {rust:.3f} us/op; ratio {layer['python_over_rust']:.2f}x")
+              f"(strata-bench kv readrandom, same keys and settings): {layer['rust_micros_per_get']:.3f} us/op; "
+              f"Python / Rust {layer['python_over_rust']:.2f}x")
 
 
 if __name__ == "__main__":
