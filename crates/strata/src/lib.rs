@@ -27,7 +27,6 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod batch;
-pub mod cache;
 pub mod codec;
 pub mod compaction;
 pub mod db;
