@@ -61,13 +61,24 @@ def test_not_a_database(tmp_path: object) -> None:
     assert os.listdir(empty) == []
 
 
-def test_io_error_on_a_path_that_is_a_file(tmp_path: object) -> None:
+def test_a_file_is_not_a_database(tmp_path: object) -> None:
     f = os.path.join(str(tmp_path), "file")
     open(f, "w").write("not a directory")
-    with pytest.raises(strata.Error) as e:
+    with pytest.raises(strata.NotADatabaseError, match="not a directory") as e:
         strata.open(f)
-    assert isinstance(e.value, (strata.IoError, strata.NotADatabaseError))
+    assert e.value.file == f
     assert open(f).read() == "not a directory"
+
+
+def test_io_error_names_the_path(tmp_path: object) -> None:
+    f = os.path.join(str(tmp_path), "file")
+    open(f, "w").write("x")
+    under = os.path.join(f, "db")
+    with pytest.raises(strata.IoError) as e:
+        strata.open(under)
+    assert isinstance(e.value, OSError)
+    assert e.value.file == under
+    assert "Not a directory" in str(e.value)
 
 
 def test_already_exists_and_not_found(db: strata.Database) -> None:
