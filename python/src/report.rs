@@ -49,7 +49,7 @@ pub fn stats<'py>(py: Python<'py>, s: &strata::Stats) -> PyResult<Bound<'py, PyD
     d.set_item("block_cache_capacity", s.block_cache_capacity)?;
     d.set_item("block_cache_hits", s.block_cache_hits)?;
     d.set_item("block_cache_misses", s.block_cache_misses)?;
-    d.set_item("open_tables", s.open_tables)?;
+    d.set_item("open_sst_files", s.open_sst_files)?;
     d.set_item("last_seq", s.last_seq)?;
     d.set_item("snapshots", s.snapshots)?;
     d.set_item("background_error", s.background_error.clone())?;
