@@ -44,11 +44,14 @@ def test_everything_raises_after_close(path: str) -> None:
         with pytest.raises(strata.ClosedError):
             call()
     snap.release()
-    del scan, rows, snap, batch, txn, ks, t, db
-    gc.collect()
-    with strata.open(path) as again:  # the directory lock was released
+    # The directory lock was released at close, while those objects still live.
+    with strata.open(path) as again:
         assert again[b"k000"] == b"v"
         assert b"x" not in again
+        with pytest.raises(strata.ClosedError):
+            next(scan)  # still the old, closed database
+    del scan, rows, snap, batch, txn, ks, t, db
+    gc.collect()
 
 
 def test_iterators_keep_working_while_open_after_the_db_object_is_dropped(path: str) -> None:
