@@ -4,9 +4,12 @@
 //! `Shared::closed` and closes the engine; every later call on any of these objects
 //! (iterators and snapshots included) raises `ClosedError` instead of touching it.
 //!
-//! Locking: the GIL is released (`py.detach`) around every call into the engine, and
-//! `Shared::db` is only ever locked while it is released, so that a thread blocked on the
-//! lock never holds the GIL that the holder needs to return.
+//! Locking: the GIL is released (`py.detach`) around every call into the engine. No
+//! thread may wait for a lock while holding the GIL if the lock's holder may need the
+//! GIL to let go of it: `Shared::db` is only locked with the GIL released; the mutexes of
+//! batches, transactions and snapshots are never held across a release; an iterator's
+//! mutex is held across the release of its read-ahead, so it is only ever tried
+//! ([`busy`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
