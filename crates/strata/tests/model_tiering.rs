@@ -4,7 +4,7 @@
 
 mod model_harness;
 
-use model_harness::{op, run_deep, run_drawn, small_options};
+use model_harness::{history, model_config, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -23,25 +23,33 @@ fn lazy_leveling() -> Options {
     }
 }
 
+/// Reshapes drawn options into a tiered configuration: at least two runs a level,
+/// lazy leveling on or off.
+fn tiered(lazy_leveling: bool) -> impl FnOnce(Options) -> Options {
+    move |o| Options {
+        runs_per_level: o.runs_per_level.max(2),
+        lazy_leveling,
+        ..o
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 60, max_shrink_iters: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(model_config())]
 
     #[test]
     fn tiering_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        (nks, ops) in history(),
         options_seed in any::<u64>(),
     ) {
-        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: false, ..o })
-            .map_err(TestCaseError::fail)?;
+        run_drawn(nks, &ops, options_seed, tiered(false)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
     fn lazy_leveling_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        (nks, ops) in history(),
         options_seed in any::<u64>(),
     ) {
-        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: true, ..o })
-            .map_err(TestCaseError::fail)?;
+        run_drawn(nks, &ops, options_seed, tiered(true)).map_err(TestCaseError::fail)?;
     }
 }
 
