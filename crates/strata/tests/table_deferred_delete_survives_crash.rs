@@ -38,16 +38,13 @@ const CHILD_DIR_ENV: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
 const COUNTER: u64 = 1_000_000;
 const INDEXES: [(&str, &[usize]); 3] = [("by_a", &[1]), ("by_b", &[2]), ("by_ab", &[1, 2])];
 
+/// The table tests' small shape, but syncing every batch to the real disk: the
+/// crash is real.
 fn options() -> Options {
     Options {
         sync: SyncPolicy::EveryBatch,
-        memtable_budget: 32 << 10,
-        target_file_size: 16 << 10,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        l0_stall_trigger: 12,
-        size_ratio: 3.0,
-        ..Options::default()
+        fs: Options::default().fs,
+        ..table_harness::small_options()
     }
 }
 
