@@ -17,7 +17,7 @@ use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
 use table_harness::{
-    all_rows, check_ok, collect, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
+    all_rows, check_ok, collect, index_names, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
 };
 
 fn create(db: &Db, name: &str) -> Table {
@@ -153,13 +153,7 @@ fn dropping_indexes_under_running_compactions() {
     assert!(stats.compactions > 10, "too few compactions: {}", stats.compactions);
     assert_eq!(db.list_keyspaces().len(), ks_before - 2, "{:?}", db.list_keyspaces());
     assert!(matches!(t.select("by_b").rows(), Err(Error::NotFound(_))));
-    let ix: Vec<String> = t
-        .schema()
-        .expect("schema")
-        .indexes
-        .iter()
-        .map(|i| i.name.clone())
-        .collect();
+    let ix = index_names(&t);
     assert_eq!(ix, ["by_a"]);
     let t_ix: &[(&str, &[usize])] = &[("by_a", &[1])];
     let o_ix: &[(&str, &[usize])] = &[("by_a", &[1]), ("by_b", &[2, 1]), ("by_c", &[3])];

@@ -15,7 +15,7 @@ use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
+use table_harness::{all_rows, check_ok, collect, index_names, rows_eq, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str) -> Table {
     db.create_table(
@@ -272,13 +272,7 @@ fn unique_index_build_checks_existing_rows() {
             other => panic!("{mode}: insert with a new key: {other:?}"),
         }
         let r = t.create_index(IndexDef::new("u_a", &["a"], true));
-        let names: Vec<String> = t
-            .schema()
-            .expect("schema")
-            .indexes
-            .iter()
-            .map(|i| i.name.clone())
-            .collect();
+        let names = index_names(&t);
         let report = db.check(strata::table::check::CheckOptions::default()).expect("check");
         assert!(
             matches!(r, Err(Error::Constraint(_))),

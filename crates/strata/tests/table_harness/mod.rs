@@ -45,6 +45,16 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
+/// The names of a table's indexes, in schema order.
+pub fn index_names(t: &Table) -> Vec<String> {
+    t.schema()
+        .expect("schema")
+        .indexes
+        .iter()
+        .map(|i| i.name.clone())
+        .collect()
+}
+
 pub fn u(x: u64) -> Value {
     Value::U64(x)
 }
