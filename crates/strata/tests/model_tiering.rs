@@ -53,10 +53,10 @@ proptest! {
     }
 }
 
-/// A long deterministic run known to build tiered levels (several runs in a level > 0).
-#[test]
-fn tiering_deep_run_builds_tiers() {
-    let h = run_deep(tiering(), 3, 2500, 0x5eed_0002);
+/// A long deterministic run under `opts` from `seed` must reach level 2 and hold
+/// several runs in some level > 0 (`levels` names those levels in the message).
+fn deep_run_builds_tiers(opts: Options, seed: u64, levels: &str) {
+    let h = run_deep(opts, 3, 2500, seed);
     assert!(
         h.max_level_seen >= 2,
         "files never reached level 2 (deepest level {})",
@@ -64,22 +64,18 @@ fn tiering_deep_run_builds_tiers() {
     );
     assert!(
         h.max_runs_seen >= 2,
-        "no level > 0 ever held more than {} run",
+        "no {levels} > 0 ever held more than {} run",
         h.max_runs_seen
     );
 }
 
+/// A long deterministic run known to build tiered levels (several runs in a level > 0).
+#[test]
+fn tiering_deep_run_builds_tiers() {
+    deep_run_builds_tiers(tiering(), 0x5eed_0002, "level");
+}
+
 #[test]
 fn lazy_leveling_deep_run_reaches_lower_levels() {
-    let h = run_deep(lazy_leveling(), 3, 2500, 0x5eed_0003);
-    assert!(
-        h.max_level_seen >= 2,
-        "files never reached level 2 (deepest level {})",
-        h.max_level_seen
-    );
-    assert!(
-        h.max_runs_seen >= 2,
-        "no tiered level > 0 ever held more than {} run",
-        h.max_runs_seen
-    );
+    deep_run_builds_tiers(lazy_leveling(), 0x5eed_0003, "tiered level");
 }
