@@ -15,19 +15,15 @@ mod table_harness;
 use std::sync::Barrier;
 
 use strata::Db;
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use table_harness::{s, small_options, u};
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
-            "table t (id u64, a u64, who str) primary key (id) index by_a (a) {mode}"
-        ))
-        .expect("schema"),
+    table_harness::create_table(
+        db,
+        &format!("table t (id u64, a u64, who str) primary key (id) index by_a (a) {mode}"),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, a: u64, who: &str) -> Row {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::{IndexDef, Schema};
+use strata::table::schema::IndexDef;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
@@ -21,14 +21,13 @@ use table_harness::{
 };
 
 fn create(db: &Db, name: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table {name} (id u64, a u64, b u64, c u64, pad bytes) primary key (id) \
              index by_a (a) index by_b (b, a) index by_c (c) deferred"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, g: &mut StdRng) -> Row {

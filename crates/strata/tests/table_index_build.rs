@@ -18,13 +18,10 @@ use strata::{Db, Error};
 use table_harness::{all_rows, check_ok, collect, index_names, rows_eq, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
-            "table t (id u64, a u64, b i64, c u64 null, pad bytes) primary key (id) index by_a (a) {mode}"
-        ))
-        .expect("schema"),
+    table_harness::create_table(
+        db,
+        &format!("table t (id u64, a u64, b i64, c u64 null, pad bytes) primary key (id) index by_a (a) {mode}"),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, g: &mut StdRng) -> Row {

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
@@ -17,14 +16,13 @@ use table_harness::{all_rows, check_ok, collect, i, rows_eq, s, small_options, s
 
 fn create(db: &Db, mode: &str, unique: bool) -> Table {
     let uq = if unique { "unique" } else { "" };
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table t (id u64, a u64, b str, c i64, pad bytes) primary key (id) \
              index by_a (a) index by_b {uq} (b, id) index by_ca (c, a) {mode}"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, a: u64, c: i64) -> Row {

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::table::check::{CheckOptions, CheckReport};
+use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Options};
@@ -43,6 +44,12 @@ pub fn tempdir() -> tempfile::TempDir {
         return d;
     }
     tempfile::tempdir().expect("tempdir")
+}
+
+/// Creates the table that `schema` describes.
+pub fn create_table(db: &Db, schema: &str) -> Table {
+    db.create_table(Schema::parse(schema).expect("schema"))
+        .expect("create table")
 }
 
 /// The names of a table's indexes, in schema order.
