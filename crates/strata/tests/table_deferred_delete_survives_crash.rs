@@ -32,7 +32,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Options, SyncPolicy};
-use table_harness::{collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
+use table_harness::{assert_rows_eq, collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
 
 const CHILD_DIR_ENV: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
 /// The row that records the last transaction id (in the same transaction).
@@ -197,12 +197,7 @@ fn model_after(last: Option<u64>) -> BTreeMap<u64, Row> {
 fn verify(db: &Db, t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
     let want: Vec<Row> = model.values().cloned().collect();
     let got = collect(t.select(PRIMARY)).expect("primary scan");
-    assert!(
-        rows_eq(&got, &want),
-        "{ctx}: primary has {} rows, want {}",
-        got.len(),
-        want.len()
-    );
+    assert_rows_eq(&got, &want, &format!("{ctx}: primary"));
     for (id, r) in model {
         let g = t.get(&[u(*id)]).expect("get");
         assert!(g.as_ref().is_some_and(|g| row_eq(g, r)), "{ctx}: get {id}: {g:?}");
@@ -218,12 +213,7 @@ fn verify(db: &Db, t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
         }
         let mut w = want.clone();
         sort_like_index(&mut w, fields, &[0]);
-        assert!(
-            rows_eq(&rows, &w),
-            "{ctx}: {index}: {} rows, want {}",
-            rows.len(),
-            w.len()
-        );
+        assert_rows_eq(&rows, &w, &format!("{ctx}: {index}"));
     }
     let report = db.check(CheckOptions::default()).expect("check");
     assert!(report.ok(), "{ctx}:\n{report}");

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Snapshot};
-use table_harness::{check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
+use table_harness::{assert_rows_eq, check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 2] = [("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -52,12 +52,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, snap: Option<&Snapshot>, ctx: &
             q = q.at(s);
         }
         let got = collect(q).expect("select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: index {index} returned {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: index {index}"));
     }
 }
 

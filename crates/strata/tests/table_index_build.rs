@@ -15,7 +15,9 @@ use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{all_rows, check_ok, collect, index_names, rows_eq, small_options, sort_like_index, u};
+use table_harness::{
+    all_rows, assert_rows_eq, check_ok, collect, index_names, rows_eq, small_options, sort_like_index, u,
+};
 
 fn create(db: &Db, mode: &str) -> Table {
     table_harness::create_table(
@@ -97,12 +99,7 @@ fn verify_index(t: &Table, index: &str, positions: &[usize], ctx: &str) {
         }
         let w: Vec<Row> = want.iter().filter(|r| r[positions[0]] == v).cloned().collect();
         let got = collect(t.select(index).eq(vec![v.clone()])).expect("eq select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: {index} = {v}: {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: {index} = {v}"));
     }
     let w: Vec<Row> = want
         .iter()

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
+use table_harness::{all_rows, assert_rows_eq, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str, unique: bool) -> Table {
     let uq = if unique { "unique" } else { "" };
@@ -75,12 +75,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
         let mut w = want.clone();
         sort_like_index(&mut w, fields, &[0]);
         let got = collect(t.select(index)).expect("select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: index {index}: {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: index {index}"));
     }
 }
 

@@ -86,6 +86,11 @@ pub fn row_eq(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y))
 }
 
+/// Asserts `got` equals `want` by [`rows_eq`]; `what` names the read in the message.
+pub fn assert_rows_eq(got: &[Row], want: &[Row], what: &str) {
+    assert!(rows_eq(got, want), "{what}: {} rows, want {}", got.len(), want.len());
+}
+
 pub fn rows_eq(a: &[Row], b: &[Row]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| row_eq(x, y))
 }
