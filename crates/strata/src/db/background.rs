@@ -365,12 +365,7 @@ impl DbInner {
         let mut bg = self.bg.lock();
         bg.manual += 1;
         let r = (|| loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             let sv = self.current();
             let Some(tree) = sv.version.keyspace(ks) else {
                 return Err(Error::NotFound(format!("keyspace id {ks}")));
@@ -407,12 +402,7 @@ impl DbInner {
     pub fn wait_idle(&self) -> Result<()> {
         let mut bg = self.bg.lock();
         loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             let sv = self.current();
             let idle = sv.imm.is_empty()
                 && self.ext.settled()

@@ -7,7 +7,7 @@
 //! level's runs newest first, merged by seqno; a read at a snapshot sees exactly the
 //! entries with seqno <= the snapshot.
 //!
-//! What a reader sees is one [`SuperVersion`]: the active memtable, the frozen ones and
+//! What a reader sees is one `SuperVersion`: the active memtable, the frozen ones and
 //! the SSTable version, swapped together so no entry is ever missed or seen half-moved.
 
 mod background;
@@ -74,6 +74,20 @@ pub(crate) struct BgState {
     pub manual: usize,
     pub error: Option<String>,
     pub shutdown: bool,
+}
+
+impl BgState {
+    /// Whether waiting for the background still makes sense: not after a failure, and
+    /// not once the database is closing.
+    pub fn check(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if self.shutdown {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
 }
 
 pub(crate) struct WalState {
@@ -581,10 +595,7 @@ impl DbInner {
     }
 
     pub fn background_error(&self) -> Result<()> {
-        match &self.bg.lock().error {
-            Some(e) => Err(Error::Background(e.clone())),
-            None => Ok(()),
-        }
+        self.bg.lock().check()
     }
 
     /// Live snapshot seqnos, ascending.

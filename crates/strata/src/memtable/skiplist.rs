@@ -819,7 +819,8 @@ mod tests {
         // Thread t's i-th key: 3,000 keys shared by both threads, plus (odd i) keys of
         // thread 1's own; each key repeats within a thread's list too.
         let shared = 3000 / SCALE;
-        let key = move |t: u64, i: u64| ((i % shared).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes();
+        let key =
+            move |t: u64, i: u64| ((i % shared).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes();
         let l = Arc::new(SkipList::new());
         let reported: usize = std::thread::scope(|sc| {
             let hs: Vec<_> = (0..2u64)
@@ -854,7 +855,9 @@ mod tests {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap_or_default()).sum()
         });
-        let mut all: Vec<[u8; 8]> = (0..2u64).flat_map(|t| (0..6000 / SCALE).map(move |i| key(t, i))).collect();
+        let mut all: Vec<[u8; 8]> = (0..2u64)
+            .flat_map(|t| (0..6000 / SCALE).map(move |i| key(t, i)))
+            .collect();
         all.sort_unstable();
         all.dedup();
         // Every distinct key went in exactly once, and was reported exactly once.

@@ -4,7 +4,7 @@
 //! or drop, so a crash never leaves a table half-defined.
 //!
 //! From the catalog the table layer builds, at open and after every change, the
-//! deferred [`Registry`] that flushes and compactions consult: which primary keyspaces
+//! deferred `Registry` (`deferred::emit`) that flushes and compactions consult: which primary keyspaces
 //! emit deferred deletes and how to extract their rows' secondary keys.
 
 use std::collections::{BTreeMap, HashSet};

@@ -11,9 +11,9 @@ use crate::batch::WriteBatch;
 use crate::table::layout::Layout;
 use crate::table::value::Value;
 
-/// Writes `row` under `pk` into every index, blind. When the caller happens to know the
-/// old row (UPDATE reads it anyway), changed secondary keys also get explicit deletes so
-/// no dirty entry is left behind.
+/// Writes `row` under `pk` into every index, blind, unchanged keys included (invariant
+/// 1). When the caller happens to know the old row (UPDATE reads it anyway), changed
+/// secondary keys also get explicit deletes so no dirty entry is left behind.
 pub(crate) fn write_row(
     layout: &Layout,
     batch: &mut WriteBatch,
@@ -22,19 +22,7 @@ pub(crate) fn write_row(
     row: &[Value],
     old: Option<&[Value]>,
 ) {
-    batch.put(&layout.primary, pk, bytes);
-    for ix in &layout.indexes {
-        let new_key = layout.secondary_key(ix, row, pk);
-        if let Some(old) = old {
-            let old_key = layout.secondary_key(ix, old, pk);
-            if old_key != new_key {
-                batch.share_seq();
-                batch.delete(&ix.keyspace, &old_key);
-            }
-        }
-        batch.share_seq();
-        batch.put(&ix.keyspace, &new_key, &[]);
-    }
+    crate::table::eager::put_row(layout, batch, pk, bytes, row, old, true);
 }
 
 /// Deletes the row under `pk`: a tombstone in the primary index; when the caller
