@@ -4,16 +4,17 @@
 //! batch is there in full and that no batch is half-applied. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
+#[path = "fault_harness/child.rs"]
+mod child;
 #[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use child::ChildRun;
 use open::open_when_unlocked;
 use rand::Rng;
 use strata::{Db, Keyspace, Options, SyncPolicy, WriteBatch};
@@ -174,62 +175,49 @@ fn child_writer() {
     });
 }
 
+/// An acknowledgement line of the child: `ACK <thread> <batch>`.
+fn parse_ack(line: &str) -> Option<(usize, u64)> {
+    let mut it = line.strip_prefix("ACK ")?.split(' ');
+    let t: usize = it.next().and_then(|x| x.parse().ok()).expect("thread");
+    let n: u64 = it.next().and_then(|x| x.parse().ok()).expect("batch");
+    Some((t, n))
+}
+
 /// Runs the child until a random number of acknowledgements arrived, kills it, and
 /// returns the highest acknowledged batch per thread.
 fn run_and_kill_child(dir: &Path, sync: &str, threads: usize, min_acks: usize) -> BTreeMap<usize, u64> {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut child = Command::new(exe)
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR_ENV, dir)
-        .env(CHILD_SYNC_ENV, sync)
-        .env(CHILD_THREADS_ENV, threads.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("ACK ") {
-                let mut it = rest.split(' ');
-                let t: usize = it.next().and_then(|x| x.parse().ok()).expect("thread");
-                let n: u64 = it.next().and_then(|x| x.parse().ok()).expect("batch");
-                if tx.send((t, n)).is_err() {
-                    break;
-                }
-            }
-        }
-    });
+    let threads = threads.to_string();
+    let mut child = ChildRun::spawn(
+        "child_writer",
+        &[
+            (CHILD_DIR_ENV, dir.as_os_str()),
+            (CHILD_SYNC_ENV, sync.as_ref()),
+            (CHILD_THREADS_ENV, threads.as_ref()),
+        ],
+    );
     let target = rand::thread_rng().gen_range(min_acks..min_acks * 4);
     let mut acked: BTreeMap<usize, u64> = BTreeMap::new();
     let mut count = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     while count < target {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok((t, n)) => {
-                acked.insert(t, n);
-                count += 1;
+        match child.lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                if let Some((t, n)) = parse_ack(&line) {
+                    acked.insert(t, n);
+                    count += 1;
+                }
             }
             Err(_) => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = child.stderr.take() {
-                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                    }
-                    panic!("child exited early with {status}: {err}");
-                }
+                child.assert_running();
                 assert!(Instant::now() < deadline, "child made no progress ({count} acks)");
             }
         }
     }
-    child.kill().expect("SIGKILL the child");
-    child.wait().expect("reap the child");
     // Acknowledgements printed before the kill are still in the pipe.
-    reader.join().expect("stdout reader");
-    while let Ok((t, n)) = rx.try_recv() {
-        acked.insert(t, n);
+    for line in child.kill() {
+        if let Some((t, n)) = parse_ack(&line) {
+            acked.insert(t, n);
+        }
     }
     acked
 }
