@@ -286,7 +286,13 @@ fn concurrent_readers_always_see_whole_transactions() {
                     }
                 });
             }
-            std::thread::sleep(std::time::Duration::from_millis(1500));
+            // Enough interleavings, however long a loaded machine takes for them.
+            let start = std::time::Instant::now();
+            while (moves.load(Ordering::Relaxed) <= 500 || reads.load(Ordering::Relaxed) <= 20)
+                && start.elapsed() < std::time::Duration::from_secs(120)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             stop.store(true, Ordering::Relaxed);
         });
         let (moves, reads) = (moves.into_inner(), reads.into_inner());
