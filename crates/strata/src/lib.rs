@@ -37,6 +37,7 @@ pub mod iter;
 pub mod key;
 pub mod memtable;
 pub mod options;
+pub mod partition;
 pub mod range_tombstone;
 pub mod repair;
 pub mod sstable;
