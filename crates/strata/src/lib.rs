@@ -36,6 +36,7 @@ pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod memtable;
+pub mod multimap;
 pub mod options;
 pub mod partition;
 pub mod range_tombstone;
