@@ -48,7 +48,11 @@ fn bad_input_is_refused_and_writes_nothing() {
     assert!(mm.put_in(&mut b, b"k", &big).is_err());
     assert_eq!(b.len(), 1);
     // A load stops at the bad pair, naming it; nothing after it is written.
-    let pairs = vec![(b"x".to_vec(), b"1".to_vec()), (Vec::new(), b"2".to_vec()), (b"y".to_vec(), b"3".to_vec())];
+    let pairs = vec![
+        (b"x".to_vec(), b"1".to_vec()),
+        (Vec::new(), b"2".to_vec()),
+        (b"y".to_vec(), b"3".to_vec()),
+    ];
     let e = mm.load(pairs, 2).expect_err("bad pair");
     assert!(e.to_string().contains("pair 1"), "{e}");
     assert_eq!(db.last_seq(), seq, "a refused write consumed a seqno");
@@ -58,7 +62,11 @@ fn bad_input_is_refused_and_writes_nothing() {
         let target = dir.path().join(format!("parts{n}"));
         let e = Partitions::open(&target, n, small()).expect_err("bad count");
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        assert!(!target.exists(), "a refused partition count created {}", target.display());
+        assert!(
+            !target.exists(),
+            "a refused partition count created {}",
+            target.display()
+        );
     }
 }
 
@@ -90,7 +98,9 @@ fn a_batch_spans_multimaps_and_keyspaces_atomically() {
     assert_eq!(before.get(&comments, b"c1").expect("get"), None);
     // A snapshot of another database is refused.
     let other = Db::open(dir.path().join("other"), small()).expect("open");
-    let e = by_author.get_at(&other.snapshot(), b"alice", ..).expect_err("foreign snapshot");
+    let e = by_author
+        .get_at(&other.snapshot(), b"alice", ..)
+        .expect_err("foreign snapshot");
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
 }
 
@@ -134,7 +144,10 @@ fn paging_walks_a_key_in_pages_both_ways() {
         let page: Vec<Vec<u8>> = match &from {
             None => mm.get(b"k").expect("get").take(64).map(|r| r.expect("v")).collect(),
             Some(f) => mm
-                .get_range(b"k", (std::ops::Bound::Excluded(f.as_slice()), std::ops::Bound::Unbounded))
+                .get_range(
+                    b"k",
+                    (std::ops::Bound::Excluded(f.as_slice()), std::ops::Bound::Unbounded),
+                )
                 .expect("get")
                 .take(64)
                 .map(|r| r.expect("v"))
@@ -174,7 +187,10 @@ fn partitioned_load_puts_each_key_in_one_partition_and_survives_reopen() {
         let key = format!("author{k}");
         let home = mm.partition_of(key.as_bytes());
         for p in 0..4 {
-            let here = MultiMap::new(mm.partition(p).clone()).get(key.as_bytes()).expect("get").count();
+            let here = MultiMap::new(mm.partition(p).clone())
+                .get(key.as_bytes())
+                .expect("get")
+                .count();
             assert_eq!(here > 0, p == home, "key {key} partition {p}");
         }
     }
@@ -204,7 +220,8 @@ fn a_value_costs_close_to_its_own_bytes() {
     let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
     let key = vec![b'k'; 40];
     let n = 100_000u32;
-    mm.load((0..n).map(|i| (&key, format!("{:07}", i * 7))), 1).expect("load");
+    mm.load((0..n).map(|i| (&key, format!("{:07}", i * 7))), 1)
+        .expect("load");
     db.compact_range().expect("compact");
     let bytes = db.stats().keyspace("mm").expect("stats").bytes();
     let per_value = bytes as f64 / f64::from(n);

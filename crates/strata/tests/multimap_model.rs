@@ -41,11 +41,18 @@ enum Op {
     /// Writes to the multimap and to a plain keyspace in one batch (a single database
     /// only; on partitions each write goes alone).
     Batch(Vec<(usize, u8, bool)>),
-    Get { key: usize, from: Option<u8>, rev: bool },
+    Get {
+        key: usize,
+        from: Option<u8>,
+        rev: bool,
+    },
     Contains(usize, u8),
     Entries,
     Snapshot,
-    ReadSnapshot { which: usize, key: usize },
+    ReadSnapshot {
+        which: usize,
+        key: usize,
+    },
     DropSnapshot(usize),
     Flush,
     Compact,
@@ -110,8 +117,14 @@ fn model_values(m: &Model, k: &[u8], from: Option<&[u8]>, rev: bool) -> Vec<Vec<
     let Some(set) = m.get(k) else { return Vec::new() };
     let mut v: Vec<Vec<u8>> = match (from, rev) {
         (None, _) => set.iter().cloned().collect(),
-        (Some(f), false) => set.range::<[u8], _>((Bound::Included(f), Bound::Unbounded)).cloned().collect(),
-        (Some(f), true) => set.range::<[u8], _>((Bound::Unbounded, Bound::Included(f))).cloned().collect(),
+        (Some(f), false) => set
+            .range::<[u8], _>((Bound::Included(f), Bound::Unbounded))
+            .cloned()
+            .collect(),
+        (Some(f), true) => set
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(f)))
+            .cloned()
+            .collect(),
     };
     if rev {
         v.reverse();

@@ -49,7 +49,11 @@ impl MultiMap {
         V: AsRef<[u8]>,
     {
         let parts = self.parts.len();
-        let writers = if parts > 1 { threads.clamp(1, parts) } else { threads.max(1) };
+        let writers = if parts > 1 {
+            threads.clamp(1, parts)
+        } else {
+            threads.max(1)
+        };
         std::thread::scope(|s| {
             let mut senders: Vec<Sender<(usize, WriteBatch)>> = Vec::with_capacity(writers);
             let mut handles = Vec::with_capacity(writers);
