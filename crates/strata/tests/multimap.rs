@@ -210,6 +210,31 @@ fn partitioned_load_puts_each_key_in_one_partition_and_survives_reopen() {
     assert!(keys.windows(2).all(|w| w[0] <= w[1]), "entries merge in key order");
 }
 
+#[test]
+fn both_ends_of_a_stream_meet_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small()).expect("open");
+    let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+    mm.load((0..301u32).map(|i| (b"k", i.to_be_bytes())), 1).expect("load");
+    db.flush().expect("flush");
+    mm.put(b"k", &1000u32.to_be_bytes()).expect("put");
+    let mut it = mm.get(b"k").expect("get");
+    let (mut front, mut back) = (Vec::new(), Vec::new());
+    loop {
+        let f = it.next().map(|r| r.expect("v"));
+        let b = it.next_back().map(|r| r.expect("v"));
+        if f.is_none() && b.is_none() {
+            break;
+        }
+        front.extend(f);
+        back.extend(b);
+    }
+    back.reverse();
+    front.extend(back);
+    let want: Vec<Vec<u8>> = (0..301u32).chain([1000]).map(|i| i.to_be_bytes().to_vec()).collect();
+    assert_eq!(front, want, "every value exactly once");
+}
+
 /// What a value costs once compacted: the key's bytes are prefix-compressed away, so a
 /// 7-byte value under a 40-byte key costs about the value, its 8-byte seqno trailer and
 /// a few bytes of entry header, not the key again.

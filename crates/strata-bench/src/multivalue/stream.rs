@@ -20,13 +20,13 @@ pub const HOT_AUTHOR: &str = "[deleted]";
 const ID_BASE: u64 = 2_176_782_336;
 
 /// One comment.
-pub struct Record {
+pub struct Record<'a> {
     /// 7-character base-36 id, unique.
     pub id: String,
     /// Subreddit name.
-    pub subreddit: String,
+    pub subreddit: &'a str,
     /// Author name.
-    pub author: String,
+    pub author: &'a str,
 }
 
 /// The stream's plan: the author of each record and the names.
@@ -118,15 +118,15 @@ impl Plan {
     }
 
     /// The records, in stream order (the same sequence every call).
-    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+    pub fn records(&self) -> impl Iterator<Item = Record<'_>> + '_ {
         let mut r = StdRng::seed_from_u64(self.seed ^ 0x5eed_0f5e_b5e1_d000);
         self.order.iter().enumerate().map(move |(i, &k)| {
             let e: f64 = -(1.0 - r.r#gen::<f64>()).ln() * 800.0;
             let sub = (e.floor() as usize).min(SUBREDDITS - 1);
             Record {
                 id: base36(ID_BASE + i as u64 * 7),
-                subreddit: self.subreddits[sub].clone(),
-                author: self.authors[k as usize].clone(),
+                subreddit: &self.subreddits[sub],
+                author: &self.authors[k as usize],
             }
         })
     }
@@ -167,7 +167,7 @@ pub fn write_peer_record(out: &mut Vec<u8>, r: &Record) {
         out.extend_from_slice(s.as_bytes());
     }
     head(out, 9, 3);
-    for (k, v) in [("id", &r.id), ("subreddit", &r.subreddit), ("author", &r.author)] {
+    for (k, v) in [("id", r.id.as_str()), ("subreddit", r.subreddit), ("author", r.author)] {
         string(out, k);
         string(out, v);
     }
@@ -205,8 +205,8 @@ mod tests {
     fn peer_serialization_bytes() {
         let r = Record {
             id: "zzzzzzz".into(),
-            subreddit: "s".into(),
-            author: "a_name_longer_than_15".into(),
+            subreddit: "s",
+            author: "a_name_longer_than_15",
         };
         let mut out = Vec::new();
         write_peer_record(&mut out, &r);

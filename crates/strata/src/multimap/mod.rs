@@ -39,6 +39,7 @@ use std::ops::Bound;
 use crate::batch::WriteBatch;
 use crate::db::{KeyRange, Keyspace, Scan, Snapshot};
 use crate::error::{Error, Result};
+use crate::iter::Direction;
 use crate::partition::{HashFn, MergedScan, PartitionSnapshot, PartitionedKeyspace};
 
 /// A key -> many values map over a keyspace or a partitioned keyspace. Cheap to clone.
@@ -257,10 +258,13 @@ impl Values {
         }
     }
 
-    fn value(&self, entry: Result<(Vec<u8>, Vec<u8>)>) -> Result<Vec<u8>> {
-        let (mut k, _) = entry?;
-        k.drain(..self.prefix_len.min(k.len()));
-        Ok(k)
+    fn step(&mut self, dir: Direction) -> Option<Result<Vec<u8>>> {
+        let cut = self.prefix_len;
+        Some(
+            self.scan
+                .next_key_only(dir)?
+                .map(|k| k.get(cut..).unwrap_or_default().to_vec()),
+        )
     }
 }
 
@@ -268,15 +272,13 @@ impl Iterator for Values {
     type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let e = self.scan.next()?;
-        Some(self.value(e))
+        self.step(Direction::Forward)
     }
 }
 
 impl DoubleEndedIterator for Values {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let e = self.scan.next_back()?;
-        Some(self.value(e))
+        self.step(Direction::Reverse)
     }
 }
 
