@@ -342,12 +342,10 @@ fn print_report(r: &Report) {
         );
     }
     let Some(p) = &r.peer else { return };
-    // The hot key's bin holds only it (every other key is capped at a fifth of it).
-    let hot_bin = hot.map_or(BINS - 1, |(_, _, n)| strata_side::bin_of(n));
-    let peer_hot = p.bins[hot_bin];
+    let peer_hot = p.hot;
     if let Some(h) = peer_hot {
         println!(
-            "hot key [deleted]: dbf0java p50 {} (max {}, {} GETs) in its GET run",
+            "hot key [deleted]: dbf0java p50 {} (max {}, {} GETs of it alone)",
             us(h.1),
             us(h.4),
             h.0
@@ -375,9 +373,6 @@ fn print_report(r: &Report) {
             "GET p50 1-9 values, strata/peer: {} (target <= 0.33x)",
             ratio(s.p50, q.1)
         );
-    }
-    if peer_hot.is_none() {
-        println!("hot key values/s: the peer's GET run drew no hot key (run longer: --get-seconds)");
     }
     if let (Some((med, _, n)), Some(h)) = (hot, peer_hot) {
         let peer_vps = n as f64 / (h.1 / 1e6);

@@ -27,6 +27,9 @@ pub struct PeerResult {
     pub values_per_sec: f64,
     /// Per value-count bin (floors 1, 10, ..., 100,000): (n, p50, p90, p99, max) in us.
     pub bins: Vec<Option<(u64, f64, f64, f64, f64)>>,
+    /// GETs of the hot key alone (a keys file holding only it): (n, p50, p90, p99, max)
+    /// in us.
+    pub hot: Option<(u64, f64, f64, f64, f64)>,
 }
 
 fn which(cmd: &str) -> bool {
@@ -198,12 +201,40 @@ impl Peer {
         let out = run(self.java("2g").arg("DecodeGetStats").arg(&get_out), "DecodeGetStats")?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let mut r = parse_get_stats(&text)?;
+        r.hot = self.hot_key_gets(&store, work, plan)?;
         r.records = records;
         r.distinct_keys = count_keys(&get_log_keys(&keys)?);
         r.load_secs = load_secs;
         r.merge_secs = merge_secs;
         r.store_bytes = store_bytes;
         Ok(r)
+    }
+}
+
+impl Peer {
+    /// The peer's GET benchmark on a keys file holding only the hot key, 1 thread.
+    fn hot_key_gets(&self, store: &Path, work: &Path, plan: &Plan) -> BenchResult<Option<(u64, f64, f64, f64, f64)>> {
+        let hot = super::stream::HOT_AUTHOR;
+        let keys = work.join("hot.keys");
+        // One serialized DString: type 7 with the length in the high nibble (< 15).
+        let mut b = vec![7 | ((hot.len() as u8) << 4)];
+        b.extend_from_slice(hot.as_bytes());
+        std::fs::write(&keys, b)?;
+        eprintln!("dbf0java: GET of the hot key alone for 5 s");
+        let out = run(
+            self.java("8g")
+                .arg(format!("{PKG}.BenchmarkGetMultiValueDocuments"))
+                .arg(store)
+                .arg(&keys)
+                .args(["1", "PT5S", "PT5S"]),
+            "BenchmarkGetMultiValueDocuments (hot key)",
+        )?;
+        let get_out = work.join("hot.out");
+        std::fs::write(&get_out, &out.stdout)?;
+        let out = run(self.java("2g").arg("DecodeGetStats").arg(&get_out), "DecodeGetStats")?;
+        let r = parse_get_stats(&String::from_utf8_lossy(&out.stdout))?;
+        let bin = super::strata_side::bin_of(u64::from(plan.counts[0]));
+        Ok(r.bins[bin])
     }
 }
 
