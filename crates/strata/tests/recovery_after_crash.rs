@@ -6,7 +6,7 @@
 //! values are checked the same way. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
-#[path = "support/open.rs"]
+#[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;

@@ -16,13 +16,13 @@ use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FenceIndex, FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
-use crate::cache::BlockCache;
 use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
+use crate::sstable::cache::BlockCache;
 
 /// How a read uses the block cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

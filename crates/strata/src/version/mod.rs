@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cache::SstCache;
+use crate::sstable::cache::SstCache;
 pub use edit::{FileMeta, NewFile, VersionEdit};
 pub use obsolete::ObsoleteFiles;
 
@@ -59,7 +59,7 @@ pub struct TableFile {
     obsolete: AtomicBool,
     path: PathBuf,
     retired: Arc<ObsoleteFiles>,
-    table_cache: Arc<SstCache>,
+    sst_cache: Arc<SstCache>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -98,7 +98,7 @@ pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
 impl Drop for TableFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::SeqCst) {
-            self.table_cache.evict(self.meta.number);
+            self.sst_cache.evict(self.meta.number);
             self.retired.retire(std::mem::take(&mut self.path));
         }
     }
@@ -196,7 +196,7 @@ pub(crate) struct FileContext {
     pub dir: PathBuf,
     pub fs: Arc<dyn crate::fs::FileSystem>,
     pub retired: Arc<ObsoleteFiles>,
-    pub table_cache: Arc<SstCache>,
+    pub sst_cache: Arc<SstCache>,
 }
 
 impl Version {
@@ -264,9 +264,9 @@ impl Version {
                 None => Arc::new(TableFile {
                     meta: nf.meta.clone(),
                     obsolete: AtomicBool::new(false),
-                    path: ctx.dir.join(crate::sstable::table_file_name(nf.meta.number)),
+                    path: ctx.dir.join(crate::sstable::sst_file_name(nf.meta.number)),
                     retired: ctx.retired.clone(),
-                    table_cache: ctx.table_cache.clone(),
+                    sst_cache: ctx.sst_cache.clone(),
                 }),
             };
             let level = nf.level as usize;
@@ -357,7 +357,7 @@ impl FileContext {
             dir: dir.to_path_buf(),
             fs: fs.clone(),
             retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-            table_cache: Arc::new(SstCache::new(fs, dir.to_path_buf(), 4, None)),
+            sst_cache: Arc::new(SstCache::new(fs, dir.to_path_buf(), 4, None)),
         }
     }
 }
@@ -370,7 +370,7 @@ mod tests {
     fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = FileContext::for_tests(dir.path());
-        let path = dir.path().join(crate::sstable::table_file_name(7));
+        let path = dir.path().join(crate::sstable::sst_file_name(7));
         std::fs::write(&path, b"table").unwrap();
         let meta = FileMeta {
             number: 7,
