@@ -3,7 +3,7 @@
 //! reopens, on one database or on 2..4 hash partitions, checked against a
 //! `BTreeMap<key, BTreeSet<value>>` after every read.
 
-mod common;
+mod model_harness;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -319,7 +319,7 @@ impl Harness {
 
 fn run(partitions: usize, ops: &[Op], seed: u64) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (opts, _clock) = common::options::drawn_options(seed, Arc::new(common::NoSyncFs));
+    let (opts, _clock) = model_harness::options::drawn_options(seed, Arc::new(model_harness::NoSyncFs));
     // Several databases at once: keep threads few.
     let opts = Options {
         background_threads: 1,
