@@ -184,6 +184,9 @@ fn get(db_dir: Option<&Path>, enc: Encoding, args: MultimapGetArgs, out: &mut im
     store.close()
 }
 
+/// A parsed input line: its number, key and value.
+type Pair = (u64, Vec<u8>, Vec<u8>);
+
 /// Reads (line, key, value) from a CSV (header row) or JSON Lines file.
 struct PairReader {
     inner: PairSource,
@@ -247,7 +250,7 @@ impl PairReader {
     }
 
     /// The next pair, checked against the multimap's limits.
-    fn next_pair(&mut self) -> Option<Result<(u64, Vec<u8>, Vec<u8>)>> {
+    fn next_pair(&mut self) -> Option<Result<Pair>> {
         let (line, k, v) = match &mut self.inner {
             PairSource::Csv {
                 rdr,

@@ -32,7 +32,7 @@ fn stream(it: impl Iterator<Item = strata::Result<Vec<u8>>>, n: u64, ascending: 
         }
         prev = Some(v);
         count += 1;
-        if count % 50_000 == 0 {
+        if count.is_multiple_of(50_000) {
             peak = peak.max(rss_bytes().saturating_sub(base));
         }
     }

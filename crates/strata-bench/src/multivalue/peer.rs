@@ -14,6 +14,9 @@ use crate::BenchResult;
 const JAR: &str = "target/dbf0java-1.0-SNAPSHOT-jar-with-dependencies.jar";
 const PKG: &str = "dbf0.document.benchmark.multivalue";
 
+/// One latency bin of the peer: (GETs, p50, p90, p99, max), microseconds.
+pub type PeerBin = (u64, f64, f64, f64, f64);
+
 /// What the peer measured.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct PeerResult {
@@ -26,10 +29,10 @@ pub struct PeerResult {
     pub keys_per_sec: f64,
     pub values_per_sec: f64,
     /// Per value-count bin (floors 1, 10, ..., 100,000): (n, p50, p90, p99, max) in us.
-    pub bins: Vec<Option<(u64, f64, f64, f64, f64)>>,
+    pub bins: Vec<Option<PeerBin>>,
     /// GETs of the hot key alone (a keys file holding only it): (n, p50, p90, p99, max)
     /// in us.
-    pub hot: Option<(u64, f64, f64, f64, f64)>,
+    pub hot: Option<PeerBin>,
 }
 
 fn which(cmd: &str) -> bool {
@@ -162,7 +165,7 @@ impl Peer {
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter_map(|v| v.get("writes").and_then(serde_json::Value::as_u64))
-            .last()
+            .next_back()
             .unwrap_or(0);
         if writes != records {
             return Err(format!("dbf0java wrote {writes} of {records} records").into());
@@ -213,7 +216,7 @@ impl Peer {
 
 impl Peer {
     /// The peer's GET benchmark on a keys file holding only the hot key, 1 thread.
-    fn hot_key_gets(&self, store: &Path, work: &Path, plan: &Plan) -> BenchResult<Option<(u64, f64, f64, f64, f64)>> {
+    fn hot_key_gets(&self, store: &Path, work: &Path, plan: &Plan) -> BenchResult<Option<PeerBin>> {
         let hot = super::stream::HOT_AUTHOR;
         let keys = work.join("hot.keys");
         // One serialized DString: type 7 with the length in the high nibble (< 15).

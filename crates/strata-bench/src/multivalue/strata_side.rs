@@ -63,6 +63,11 @@ pub struct LoadResult {
     pub bytes_over_time: Vec<(f64, u64)>,
 }
 
+/// Puts, seconds until the last put, and (seconds, bytes) samples.
+type LoadOutcome = (u64, f64, Vec<(f64, u64)>);
+/// One GET thread's histograms per bin, keys and values read.
+type ThreadGets = (Vec<Histogram<u64>>, u64, u64);
+
 /// The engine options of the benchmark.
 pub fn options() -> Options {
     Options {
@@ -78,7 +83,7 @@ pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> Bench
     let pb = count_bar(plan.len(), &format!("strata {threads}t/{partitions}p"), "puts");
     let start = Instant::now();
     let done = AtomicBool::new(false);
-    let (n, load_secs, samples) = std::thread::scope(|s| -> BenchResult<(u64, f64, Vec<(f64, u64)>)> {
+    let (n, load_secs, samples) = std::thread::scope(|s| -> BenchResult<LoadOutcome> {
         let sampler = s.spawn(|| {
             let mut v = Vec::new();
             while !done.load(Ordering::Relaxed) {
@@ -159,11 +164,11 @@ pub fn get(mm: &MultiMap, keys: &[String], threads: usize, secs: u64, hot_reps: 
     let stop = Arc::new(StopOnError::default());
     let pb = seconds_bar(secs, &format!("strata get {threads}t"));
     let start = Instant::now();
-    let per_thread = std::thread::scope(|s| -> BenchResult<Vec<(Vec<Histogram<u64>>, u64, u64)>> {
+    let per_thread = std::thread::scope(|s| -> BenchResult<Vec<ThreadGets>> {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let stop = stop.clone();
-                s.spawn(move || -> BenchResult<(Vec<Histogram<u64>>, u64, u64)> {
+                s.spawn(move || -> BenchResult<ThreadGets> {
                     let mut r = rand::rngs::StdRng::seed_from_u64(0x9e7 + t as u64);
                     let mut h = (0..BINS).map(|_| hist()).collect::<BenchResult<Vec<_>>>()?;
                     let (mut nk, mut nv) = (0u64, 0u64);

@@ -190,12 +190,12 @@ mod tests {
         let a: Vec<String> = p
             .records()
             .take(1000)
-            .map(|r| r.id + &r.author + &r.subreddit)
+            .map(|r| r.id + r.author + r.subreddit)
             .collect();
         let b: Vec<String> = p
             .records()
             .take(1000)
-            .map(|r| r.id + &r.author + &r.subreddit)
+            .map(|r| r.id + r.author + r.subreddit)
             .collect();
         assert_eq!(a, b, "the stream is deterministic");
         assert!(p.records().take(1000).all(|r| r.id.len() == 7));

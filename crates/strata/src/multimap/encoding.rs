@@ -15,6 +15,7 @@
 //! The entry's stored value is empty: the value lives in the key, so the SSTable's
 //! block prefix compression stores each entry's key bytes once per restart interval.
 
+use crate::codec::DecodeError;
 use crate::options::MAX_KEY_SIZE;
 
 /// Largest encoded entry (escaped key + terminator + value): the engine's key limit.
@@ -79,27 +80,31 @@ pub fn check(key: &[u8], value: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+fn err(offset: usize, reason: &'static str) -> DecodeError {
+    DecodeError { offset, reason }
+}
+
 /// Length of the prefix (escaped key and terminator) at the start of `entry`, or an
 /// error with the offset of the bad byte.
-pub fn prefix_len(entry: &[u8]) -> Result<usize, (usize, &'static str)> {
+pub fn prefix_len(entry: &[u8]) -> Result<usize, DecodeError> {
     let mut i = 0;
     while i < entry.len() {
         if entry[i] == 0 {
             match entry.get(i + 1) {
                 Some(0xff) => i += 2,
                 Some(0x01) => return Ok(i + 2),
-                Some(_) => return Err((i + 1, "invalid byte after 0x00 in a multimap key")),
-                None => return Err((i, "multimap key ends inside an escape")),
+                Some(_) => return Err(err(i + 1, "invalid byte after 0x00 in a multimap key")),
+                None => return Err(err(i, "multimap key ends inside an escape")),
             }
         } else {
             i += 1;
         }
     }
-    Err((entry.len(), "multimap key has no terminator"))
+    Err(err(entry.len(), "multimap key has no terminator"))
 }
 
 /// Splits an entry into (key, value), unescaping the key.
-pub fn decode(entry: &[u8]) -> Result<(Vec<u8>, &[u8]), (usize, &'static str)> {
+pub fn decode(entry: &[u8]) -> Result<(Vec<u8>, &[u8]), DecodeError> {
     let n = prefix_len(entry)?;
     let mut key = Vec::with_capacity(n - 2);
     let mut i = 0;
@@ -109,7 +114,7 @@ pub fn decode(entry: &[u8]) -> Result<(Vec<u8>, &[u8]), (usize, &'static str)> {
         i += if entry[i] == 0 { 2 } else { 1 };
     }
     if key.is_empty() {
-        return Err((0, "multimap key is empty"));
+        return Err(err(0, "multimap key is empty"));
     }
     Ok((key, &entry[n..]))
 }

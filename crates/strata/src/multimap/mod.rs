@@ -222,8 +222,11 @@ fn delete_all_into(b: &mut WriteBatch, ks: &Keyspace, key: &[u8]) -> Result<()> 
     Ok(())
 }
 
+/// A pair of owned bounds, as scans take them.
+type Bounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// The entry-key bounds of `key`'s values inside `values`.
-fn value_bounds(key: &[u8], values: impl KeyRange) -> Result<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+fn value_bounds(key: &[u8], values: impl KeyRange) -> Result<Bounds> {
     encoding::check(key, b"").map_err(invalid)?;
     let (lo, hi) = values.into_bounds();
     let at = |v: &[u8]| encoding::encode(key, v);
@@ -305,10 +308,10 @@ impl Iterator for Entries {
         let r = self.merge.next()?;
         Some(r.and_then(|(k, _)| match encoding::decode(&k) {
             Ok((key, value)) => Ok((key, value.to_vec())),
-            Err((offset, reason)) => Err(Error::corruption(
+            Err(e) => Err(Error::corruption(
                 format!("keyspace {}", self.keyspace),
-                offset as u64,
-                format!("{reason} (entry key {k:02x?})"),
+                e.offset as u64,
+                format!("{} (entry key {k:02x?})", e.reason),
             )),
         }))
     }
