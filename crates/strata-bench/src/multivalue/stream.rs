@@ -187,16 +187,8 @@ mod tests {
         assert!((3..=6).contains(&median), "median {median}");
         assert!((mean - 20.83).abs() < 0.1, "mean {mean}");
         assert_eq!(max, 50_000);
-        let a: Vec<String> = p
-            .records()
-            .take(1000)
-            .map(|r| r.id + r.author + r.subreddit)
-            .collect();
-        let b: Vec<String> = p
-            .records()
-            .take(1000)
-            .map(|r| r.id + r.author + r.subreddit)
-            .collect();
+        let a: Vec<String> = p.records().take(1000).map(|r| r.id + r.author + r.subreddit).collect();
+        let b: Vec<String> = p.records().take(1000).map(|r| r.id + r.author + r.subreddit).collect();
         assert_eq!(a, b, "the stream is deterministic");
         assert!(p.records().take(1000).all(|r| r.id.len() == 7));
     }
