@@ -1,7 +1,9 @@
 //! Crash recovery: a child process (this test binary, re-run in a "child" role) writes
 //! batches and reports each acknowledged one on stdout; the parent kills it with
 //! SIGKILL at a random moment, reopens the database and checks that every acknowledged
-//! batch is there in full and that no batch is half-applied. Also: a torn last WAL
+//! batch is there in full and that no batch is half-applied. Each batch also writes a
+//! multimap (puts, deletes, and now and then a `delete_all` followed by a put), whose
+//! values are checked the same way. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
 #[path = "fault_harness/child.rs"]
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 use child::ChildRun;
 use open::open_when_unlocked;
 use rand::Rng;
+use strata::multimap::MultiMap;
 use strata::{Db, Keyspace, Options, SyncPolicy, WriteBatch};
 
 const CHILD_DIR_ENV: &str = "STRATA_CRASH_CHILD_DIR";
@@ -28,6 +31,45 @@ const OWN_KEYS: usize = 3;
 const SHARED_KEYS: usize = 6;
 /// Batch `n` with `n.is_multiple_of(RANGE_EVERY)` range-deletes the own keys of batch `n - RANGE_EVERY`.
 const RANGE_EVERY: u64 = 10;
+/// Multimap keys per thread that batches spread their values over (`n % MM_KEYS`).
+const MM_KEYS: u64 = 5;
+/// Batch `n` with `n % MM_DELETE_EVERY == MM_DELETE_EVERY - 1` deletes the value of batch `n - 3`.
+const MM_DELETE_EVERY: u64 = 7;
+/// Batch `n` with `n % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1` clears the "all" key, then adds `n`.
+const MM_CLEAR_EVERY: u64 = 50;
+
+fn mm_key(t: usize, j: u64) -> Vec<u8> {
+    format!("t{t}/author{j}").into_bytes()
+}
+
+fn mm_all(t: usize) -> Vec<u8> {
+    format!("t{t}/all").into_bytes()
+}
+
+/// The multimap values every batch up to `last` of thread `t` leaves, by key.
+fn mm_expected(t: usize, last: Option<u64>) -> BTreeMap<Vec<u8>, Vec<Vec<u8>>> {
+    let mut m: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    let Some(last) = last else { return m };
+    for j in 0..MM_KEYS {
+        m.insert(mm_key(t, j), Vec::new());
+    }
+    let cleared = (0..=last)
+        .rev()
+        .find(|d| d % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1)
+        .unwrap_or(0);
+    for n in 0..=last {
+        let deleted = n % MM_DELETE_EVERY == MM_DELETE_EVERY - 4 && n + 3 <= last;
+        if !deleted {
+            m.entry(mm_key(t, n % MM_KEYS))
+                .or_default()
+                .push(n.to_be_bytes().to_vec());
+        }
+        if n >= cleared {
+            m.entry(mm_all(t)).or_default().push(n.to_be_bytes().to_vec());
+        }
+    }
+    m
+}
 
 fn options(sync: SyncPolicy) -> Options {
     Options {
@@ -70,8 +112,19 @@ fn own_value(t: usize, n: u64, j: usize) -> Vec<u8> {
 
 /// The batch number `n` of thread `t`: own keys in two keyspaces, the shared keys set
 /// to `n`, and every `RANGE_EVERY` batches a range delete of an older batch's keys.
-fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace) -> WriteBatch {
+fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace, mm: &MultiMap) -> WriteBatch {
     let mut b = WriteBatch::new();
+    mm.put_in(&mut b, &mm_key(t, n % MM_KEYS), &n.to_be_bytes())
+        .expect("put_in");
+    if n % MM_DELETE_EVERY == MM_DELETE_EVERY - 1 {
+        let m = n - 3;
+        mm.delete_in(&mut b, &mm_key(t, m % MM_KEYS), &m.to_be_bytes())
+            .expect("delete_in");
+    }
+    if n % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1 {
+        mm.delete_all_in(&mut b, &mm_all(t)).expect("delete_all_in");
+    }
+    mm.put_in(&mut b, &mm_all(t), &n.to_be_bytes()).expect("put_in");
     for j in 0..OWN_KEYS {
         b.put(default, &own_key(t, n, j), &own_value(t, n, j));
         b.put(other, &own_key(t, n, j), &own_value(t, n, j));
@@ -104,6 +157,24 @@ fn last_batch(db: &Db, t: usize) -> Option<u64> {
 
 /// Checks that exactly batches `0..=last` of thread `t` are applied, each in full.
 fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u64) {
+    let mm = MultiMap::new(db.keyspace("mm").expect("multimap keyspace"));
+    let want = mm_expected(t, last);
+    for (k, vals) in &want {
+        let got: Vec<Vec<u8>> = mm.get(k).expect("get").map(|r| r.expect("value")).collect();
+        assert_eq!(
+            &got,
+            vals,
+            "thread {t} multimap key {} (last applied batch {last:?})",
+            String::from_utf8_lossy(k)
+        );
+    }
+    let mine = format!("t{t}/");
+    let stray = mm
+        .entries()
+        .expect("entries")
+        .map(|r| r.expect("entry"))
+        .find(|(k, _)| k.starts_with(mine.as_bytes()) && !want.contains_key(k));
+    assert!(stray.is_none(), "thread {t}: unexpected multimap entry {stray:?}");
     for n in 0..upto {
         let applied = last.is_some_and(|l| n <= l);
         let range_deleted = last.is_some_and(|l| n.is_multiple_of(RANGE_EVERY) && n + RANGE_EVERY <= l);
@@ -156,15 +227,17 @@ fn child_writer() {
         .expect("number");
     let db = open_when_unlocked(Path::new(&dir), options(sync)).expect("child open");
     let other = db.keyspace_or_create("other").expect("other keyspace");
+    let mm = MultiMap::new(db.keyspace_or_create("mm").expect("multimap keyspace"));
     let db = &db;
     let other = &other;
+    let mm = &mm;
     std::thread::scope(|s| {
         for t in 0..threads {
             s.spawn(move || {
                 let default = db.default_keyspace();
                 let mut n = last_batch(db, t).map_or(0, |l| l + 1);
                 loop {
-                    db.write(batch(t, n, &default, other)).expect("child write");
+                    db.write(batch(t, n, &default, other, mm)).expect("child write");
                     let mut out = std::io::stdout().lock();
                     writeln!(out, "ACK {t} {n}").expect("stdout");
                     out.flush().expect("stdout");
@@ -297,11 +370,12 @@ fn synced_db_with_100_batches(dir: &Path) -> (Db, Options) {
     };
     let db = open_when_unlocked(dir, opts.clone()).expect("open");
     let other = db.create_keyspace("other").expect("keyspace");
+    let mm = MultiMap::new(db.create_keyspace("mm").expect("keyspace"));
     let default = db.default_keyspace();
     for n in 0..100 {
-        db.write(batch(0, n, &default, &other)).expect("write");
+        db.write(batch(0, n, &default, &other, &mm)).expect("write");
     }
-    drop((default, other));
+    drop((default, other, mm));
     (db, opts)
 }
 
@@ -351,10 +425,12 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     // The recovered database takes new writes, and they survive another reopen (the
     // torn log must not be appended to).
     let default = db.default_keyspace();
+    let mm = MultiMap::new(db.keyspace("mm").expect("multimap keyspace"));
     for n in 99..120 {
-        db.write(batch(0, n, &default, &other)).expect("write after recovery");
+        db.write(batch(0, n, &default, &other, &mm))
+            .expect("write after recovery");
     }
-    drop((default, other));
+    drop((default, other, mm));
     db.close().expect("close");
     let db = open_when_unlocked(dir.path(), opts).expect("second reopen");
     let other = db.keyspace("other").expect("other");
