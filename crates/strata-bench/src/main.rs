@@ -11,6 +11,7 @@ mod lethe;
 mod linkbench;
 mod load;
 mod micro;
+mod multivalue;
 mod plot;
 mod report;
 mod tiering;
@@ -68,6 +69,10 @@ enum Cmd {
     /// Table::ingest (copy and link) beside dd's sequential write bandwidth, row by row
     /// eager and deferred, and SQLite's bulk insert.
     Ingest(ingest::IngestArgs),
+    /// The DBFromZero secondary-index workload: a multimap (author -> comment ids) loaded
+    /// by 1..N threads into 1..8 partitions, then GETs streaming every value of a key,
+    /// beside dbf0java on the same records.
+    Multivalue(multivalue::MultivalueArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -87,6 +92,7 @@ fn main() {
         Cmd::Tiering(a) => tiering::run(&a),
         Cmd::Differential(a) => differential::run(&a),
         Cmd::Ingest(a) => ingest::run(&a),
+        Cmd::Multivalue(a) => multivalue::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

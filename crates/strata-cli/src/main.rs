@@ -4,6 +4,8 @@ mod args;
 mod bytes;
 mod commands;
 mod ingest_cmds;
+mod multimap_args;
+mod multimap_cmds;
 mod rows;
 mod table_args;
 mod table_cmds;

@@ -183,6 +183,16 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
                 let _ = Schema::parse(t);
             }
         }
+        "multimap_entry" => {
+            if let Ok((key, value)) = strata::multimap::encoding::decode(data) {
+                assert_eq!(strata::multimap::encoding::encode(&key, value), data);
+            }
+        }
+        "partition_descriptor" => {
+            if let Some((_, rest)) = data.split_first() {
+                let _ = strata::partition::Descriptor::decode(rest, Path::new("PARTITIONS"));
+            }
+        }
         other => panic!("unknown fuzz target {other}"),
     }
 }
