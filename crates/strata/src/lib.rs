@@ -31,6 +31,7 @@ pub mod cache;
 pub mod codec;
 pub mod compaction;
 pub mod db;
+pub mod delete_key;
 pub mod error;
 pub mod fs;
 pub mod iter;

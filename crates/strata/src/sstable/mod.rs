@@ -50,14 +50,15 @@ pub mod range_del;
 mod reader;
 #[cfg(test)]
 mod tests;
+pub mod tile;
 
 pub use block::{Block, BlockIter};
-pub use builder::{DataBlockObserver, SstOptions, SstWriter};
+pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use dump::dump;
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;
-pub use reader::{Fill, SstIter, SstReader};
+pub use reader::{Fill, LOOKUP_COUNTERS, LookupCounters, SstIter, SstReader};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
 pub fn table_file_name(number: u64) -> String {
