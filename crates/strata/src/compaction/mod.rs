@@ -10,6 +10,7 @@ pub mod output;
 pub mod picker;
 pub mod rules;
 pub mod sorter;
+pub mod tiles;
 pub mod warm;
 
 pub use deferred::{DeferredDeleteCollector, DeferredRegistry, PurgedVersions, SecondaryKeys};

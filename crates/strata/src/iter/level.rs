@@ -6,6 +6,7 @@ use super::InternalIterator;
 use crate::cache::SstCache;
 use crate::error::Result;
 use crate::key::user_key;
+use crate::sstable::tile::PageMeta;
 use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;
 
@@ -16,7 +17,11 @@ pub struct RunIter {
     idx: usize,
     cur: Option<SstIter>,
     fill: Fill,
+    skip: Option<PageSkip>,
 }
+
+/// Pages of tiled tables a merge drops unread (`compaction::tiles`, invariant TP).
+pub type PageSkip = Arc<dyn Fn(&PageMeta) -> bool + Send + Sync>;
 
 impl RunIter {
     /// A cursor over `files` (sorted, disjoint) for a foreground read.
@@ -32,7 +37,14 @@ impl RunIter {
             idx: 0,
             cur: None,
             fill,
+            skip: None,
         }
+    }
+
+    /// Skips the pages `skip` names in the files' delete tiles, unread.
+    pub fn skipping(mut self, skip: PageSkip) -> Self {
+        self.skip = Some(skip);
+        self
     }
 
     fn open(&mut self, idx: usize) -> Result<bool> {
@@ -41,7 +53,10 @@ impl RunIter {
         match self.files.get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.number())?;
-                self.cur = Some(t.iter_with(self.fill));
+                self.cur = Some(match &self.skip {
+                    Some(s) => t.iter_skipping(self.fill, s.clone()),
+                    None => t.iter_with(self.fill),
+                });
                 Ok(true)
             }
             None => Ok(false),
