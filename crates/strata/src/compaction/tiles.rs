@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::delete_key::{DeleteConfig, DeleteWhere, TileChoice};
 use crate::key::SeqNo;
 use crate::sstable::TileOptions;
-use crate::sstable::tile::PageMeta;
+use crate::sstable::tile::{PageMeta, PageSkip};
 
 /// The tile sizes `h = auto` chooses among.
 pub const CANDIDATES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
@@ -145,11 +145,7 @@ pub struct PageCounts {
 
 /// The predicate a merge's oldest input applies to pages (invariant TP): true to skip.
 /// `oldest_snapshot` is the smallest live snapshot, if any.
-pub fn page_skipper(
-    records: Vec<DeleteWhere>,
-    oldest_snapshot: Option<SeqNo>,
-    counts: Arc<PageCounts>,
-) -> Arc<dyn Fn(&PageMeta) -> bool + Send + Sync> {
+pub fn page_skipper(records: Vec<DeleteWhere>, oldest_snapshot: Option<SeqNo>, counts: Arc<PageCounts>) -> PageSkip {
     // Only records every reader sees can drop anything.
     let records: Vec<DeleteWhere> = records
         .into_iter()

@@ -489,14 +489,13 @@ impl Drop for ManualHold {
     }
 }
 
+/// A keyspace's delete configuration and each level's h with the reason for it.
+pub(crate) type TilePlan = (crate::delete_key::DeleteConfig, Vec<(u32, String)>);
+
 impl DbInner {
     /// Keyspace `ks`'s delete configuration and, per level, the h its tables are
     /// written with and why (`compaction::tiles`); `None` without a delete key.
-    pub(crate) fn tile_plan(
-        &self,
-        sv: &SuperVersion,
-        ks: u32,
-    ) -> Result<Option<(crate::delete_key::DeleteConfig, Vec<(u32, String)>)>> {
+    pub(crate) fn tile_plan(&self, sv: &SuperVersion, ks: u32) -> Result<Option<TilePlan>> {
         use crate::compaction::tiles::{Mix, choose, cost};
         use crate::delete_key::TileChoice;
         let Some(config) = crate::delete_key::config_of(&sv.version.meta, ks)? else {

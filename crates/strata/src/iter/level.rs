@@ -6,7 +6,7 @@ use super::InternalIterator;
 use crate::cache::SstCache;
 use crate::error::Result;
 use crate::key::user_key;
-use crate::sstable::tile::PageMeta;
+use crate::sstable::tile::PageSkip;
 use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;
 
@@ -19,9 +19,6 @@ pub struct RunIter {
     fill: Fill,
     skip: Option<PageSkip>,
 }
-
-/// Pages of tiled tables a merge drops unread (`compaction::tiles`, invariant TP).
-pub type PageSkip = Arc<dyn Fn(&PageMeta) -> bool + Send + Sync>;
 
 impl RunIter {
     /// A cursor over `files` (sorted, disjoint) for a foreground read.

@@ -17,7 +17,7 @@ use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FenceIndex, FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
-use super::tile::{PageMeta, TileIndex};
+use super::tile::{PageSkip, TileIndex};
 use crate::cache::BlockCache;
 use crate::codec::DecodeError;
 use crate::error::{Error, Result};
@@ -367,7 +367,7 @@ impl SstReader {
     /// Like [`SstReader::iter_with`], but a tiled table's pages for which `skip` is true
     /// are never read: the iterator acts as if they were empty (compaction drops pages
     /// a secondary range delete killed whole this way).
-    pub fn iter_skipping(self: &Arc<Self>, fill: Fill, skip: Arc<dyn Fn(&PageMeta) -> bool + Send + Sync>) -> SstIter {
+    pub fn iter_skipping(self: &Arc<Self>, fill: Fill, skip: PageSkip) -> SstIter {
         SstIter {
             skip: Some(skip),
             ..self.iter_with(fill)
@@ -474,10 +474,6 @@ impl TileCursor {
     fn valid(&self) -> bool {
         self.pos < self.entries.len()
     }
-    /// Past the end (also "before the first": both are invalid).
-    fn end(&mut self) {
-        self.pos = self.entries.len();
-    }
     fn seek(&mut self, target: &[u8]) {
         self.pos = self
             .entries
@@ -514,7 +510,8 @@ impl Unit {
         match self {
             Unit::Block(b) => b.seek_to_last(),
             Unit::Tile(t) => {
-                t.pos = t.entries.len().checked_sub(1).unwrap_or(0);
+                // An empty tile (every page skipped) stays past its end.
+                t.pos = t.entries.len().saturating_sub(1);
                 Ok(())
             }
         }
@@ -577,7 +574,7 @@ pub struct SstIter {
     index: usize,
     data: Option<(u64, Unit)>,
     fill: Fill,
-    skip: Option<Arc<dyn Fn(&PageMeta) -> bool + Send + Sync>>,
+    skip: Option<PageSkip>,
 }
 
 impl SstIter {
@@ -692,11 +689,6 @@ impl SstIter {
             }
             if let Some(d) = self.data_mut() {
                 d.seek_to_last()?;
-                if let Unit::Tile(t) = d
-                    && t.entries.is_empty()
-                {
-                    t.end();
-                }
             }
         }
         Ok(())
@@ -740,15 +732,7 @@ impl InternalIterator for SstIter {
         self.guard(|s| {
             // An empty index leaves 0, past its end.
             s.index = s.table.units().saturating_sub(1);
-            s.position(|d| {
-                d.seek_to_last()?;
-                if let Unit::Tile(t) = d
-                    && t.entries.is_empty()
-                {
-                    t.end();
-                }
-                Ok(())
-            })?;
+            s.position(|d| d.seek_to_last())?;
             s.skip_backward()
         })
     }

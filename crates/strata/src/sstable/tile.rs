@@ -39,6 +39,10 @@ use crate::codec::{DecodeError, Decoder, put_bytes, put_varint};
 use crate::delete_key::DeleteKey;
 use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, user_key};
 
+/// Says which pages of a tiled table an iterator skips unread (compactions drop pages
+/// a secondary range delete killed whole, `compaction::tiles`).
+pub type PageSkip = std::sync::Arc<dyn Fn(&PageMeta) -> bool + Send + Sync>;
+
 /// Largest number of pages per tile.
 pub const MAX_TILE_PAGES: u32 = 256;
 
