@@ -190,6 +190,7 @@ impl OutputWriter {
                     None
                 },
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
+                dropped_pages: Vec::new(),
             },
         });
         self.lower = upper;

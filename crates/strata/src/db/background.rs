@@ -575,3 +575,101 @@ impl DbInner {
         Ok(ctx)
     }
 }
+
+impl DbInner {
+    /// Drops, by a manifest edit and without reading or rewriting them, the pages of
+    /// keyspace `ks`'s tiled files that its secondary range deletes killed whole
+    /// (invariant TP of `compaction::tiles`; only the oldest run of the last level
+    /// qualifies). Pages a delete covers in part are left to compactions. Files a
+    /// background job holds are skipped (a later compaction drops their pages).
+    pub(crate) fn drop_deleted_pages(&self, ks: u32) -> Result<crate::compaction::job::PageTally> {
+        use crate::compaction::tiles::{PageCounts, page_skipper};
+        use std::sync::atomic::Ordering as AtOrd;
+        let mut tally = crate::compaction::job::PageTally::default();
+        let sv = self.current();
+        let ctx = self.job_ctx_for(&sv)?;
+        let Some(job) = ctx.deletes.get(&ks) else {
+            return Ok(tally);
+        };
+        let Some(tree) = sv.version.keyspace(ks) else {
+            return Ok(tally);
+        };
+        let Some((level, run)) = tree
+            .levels
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, l)| l.runs.last().map(|r| (i, r)))
+        else {
+            return Ok(tally);
+        };
+        let files: Vec<_> = {
+            let mut bg = self.bg.lock();
+            let free: Vec<_> = run
+                .files
+                .iter()
+                .filter(|f| !bg.busy.contains(&f.number()))
+                .cloned()
+                .collect();
+            for f in &free {
+                bg.busy.insert(f.number());
+            }
+            free
+        };
+        let r = (|| -> Result<()> {
+            let counts = std::sync::Arc::new(PageCounts::default());
+            let skip = page_skipper(
+                job.records.clone(),
+                self.snapshot_list().first().copied(),
+                counts.clone(),
+            );
+            let mut edit = VersionEdit::default();
+            for f in &files {
+                let t = self.table_cache.get(f.number())?;
+                let Some(tiles) = t.tiles() else {
+                    continue;
+                };
+                let mut dropped = f.meta.dropped_pages.clone();
+                let before = dropped.len();
+                for p in &tiles.pages {
+                    if dropped.binary_search(&p.handle.offset).is_err() && skip(p) {
+                        dropped.push(p.handle.offset);
+                    }
+                }
+                if dropped.len() == before {
+                    continue;
+                }
+                dropped.sort_unstable();
+                edit.deleted_files.push((ks, f.number()));
+                if dropped.len() == tiles.pages.len() && t.range_tombstones().is_empty() {
+                    // Nothing left: the file goes.
+                    continue;
+                }
+                let mut meta = f.meta.clone();
+                meta.dropped_pages = dropped;
+                edit.new_files.push(crate::version::NewFile {
+                    keyspace: ks,
+                    level: level as u32,
+                    run: run.id,
+                    meta,
+                });
+            }
+            tally.dropped = counts.dropped.load(AtOrd::Relaxed);
+            tally.partial = counts.partial.load(AtOrd::Relaxed);
+            if !edit.deleted_files.is_empty() {
+                self.install_edit(edit, None)?;
+            }
+            Counters::add(&self.counters.pages_dropped, tally.dropped);
+            Counters::add(&self.counters.pages_partial, tally.partial);
+            Ok(())
+        })();
+        {
+            let mut bg = self.bg.lock();
+            for f in &files {
+                bg.busy.remove(&f.number());
+            }
+        }
+        self.bg_cv.notify_all();
+        r.map(|()| tally)
+    }
+}

@@ -164,7 +164,9 @@ impl Keyspace {
     /// the delete tiles' pages that lie inside the range without reading them. See
     /// [`Keyspace::set_delete_key`] for an example.
     pub fn delete_where(&self, lo: &[u8], hi: &[u8]) -> Result<()> {
-        self.write1(|b| b.delete_where(self, lo, hi))
+        self.write1(|b| b.delete_where(self, lo, hi))?;
+        // Whole pages go at once, by a manifest edit (no data read or written).
+        self.inner.drop_deleted_pages(self.id).map(|_| ())
     }
 
     /// Compacts the part of this keyspace overlapping `range` into its last level.

@@ -172,7 +172,7 @@ pub(crate) fn get_in(
                     if f.meta.min_seq > snapshot {
                         continue;
                     }
-                    if consider(t.get(key, snapshot)?, &mut m.best) {
+                    if consider(t.get_masked(key, snapshot, &f.meta.dropped_pages)?, &mut m.best) {
                         break 'levels;
                     }
                 }

@@ -50,8 +50,20 @@ impl RunIter {
         match self.files.get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.number())?;
-                self.cur = Some(match &self.skip {
-                    Some(s) => t.iter_skipping(self.fill, s.clone()),
+                let skip = match (&self.skip, f.meta.dropped_pages.is_empty()) {
+                    (s, true) => s.clone(),
+                    (s, false) => {
+                        // Pages the version dropped (`FileMeta::dropped_pages`) are never read.
+                        let dropped = f.meta.dropped_pages.clone();
+                        let s = s.clone();
+                        let both: PageSkip = Arc::new(move |p| {
+                            dropped.binary_search(&p.handle.offset).is_ok() || s.as_ref().is_some_and(|s| s(p))
+                        });
+                        Some(both)
+                    }
+                };
+                self.cur = Some(match skip {
+                    Some(s) => t.iter_skipping(self.fill, s),
                     None => t.iter_with(self.fill),
                 });
                 Ok(true)

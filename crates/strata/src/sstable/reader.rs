@@ -278,12 +278,23 @@ impl SstReader {
     /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
     /// value)`. Range tombstones are not applied (see [`SstReader::range_tombstones`]).
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        self.get_masked(user_key, snapshot, &[])
+    }
+
+    /// [`SstReader::get`] as if the pages of a tiled table at offsets `dropped`
+    /// (ascending) were not there.
+    pub fn get_masked(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        dropped: &[u64],
+    ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
         let target = seek_key(user_key, snapshot.min(MAX_SEQNO));
         if let Some(tiles) = &self.tiles {
-            return self.get_tiled(tiles, user_key, &target);
+            return self.get_tiled(tiles, user_key, &target, dropped);
         }
         let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
@@ -311,9 +322,13 @@ impl SstReader {
         tiles: &TileIndex,
         user_key: &[u8],
         target: &[u8],
+        dropped: &[u64],
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
         for page in tiles.tile_pages(tiles.seek(target)) {
+            if dropped.binary_search(&page.handle.offset).is_ok() {
+                continue;
+            }
             let (may, probed) = page.may_hold(user_key, target);
             if probed {
                 LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);

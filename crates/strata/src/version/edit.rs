@@ -31,6 +31,9 @@ pub struct FileMeta {
     pub oldest_tombstone_time: Option<u64>,
     /// Sum of raw key and value bytes of the entries.
     pub raw_bytes: u64,
+    /// Offsets of the pages of a tiled file that secondary range deletes dropped
+    /// without rewriting it, ascending (readers skip them; `compaction::tiles`).
+    pub dropped_pages: Vec<u64>,
 }
 
 /// A file added to a keyspace's level, as a piece of a run.

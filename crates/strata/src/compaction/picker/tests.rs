@@ -28,6 +28,7 @@ fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
                     range_tombstones: 0,
                     oldest_tombstone_time: (tombstones > 0).then_some(0),
                     raw_bytes: size,
+                    dropped_pages: Vec::new(),
                 },
             })
             .collect(),
