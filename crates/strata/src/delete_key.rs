@@ -231,6 +231,14 @@ impl DeleteWhere {
 
 /// Keyspace `ks`'s delete configuration in the meta entries `meta`.
 pub fn config_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> Result<Option<DeleteConfig>> {
+    // Every read asks: answer "none at all" without building a name.
+    let any = meta
+        .range::<str, _>((std::ops::Bound::Included(CONFIG_PREFIX), std::ops::Bound::Unbounded))
+        .next()
+        .is_some_and(|(k, _)| k.starts_with(CONFIG_PREFIX));
+    if !any {
+        return Ok(None);
+    }
     meta.get(&config_name(ks)).map(|b| DeleteConfig::decode(b)).transpose()
 }
 

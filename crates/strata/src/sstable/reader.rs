@@ -289,6 +289,9 @@ impl SstReader {
         snapshot: SeqNo,
         dropped: &[u64],
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        if self.filter.is_some() {
+            LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
+        }
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -299,6 +302,7 @@ impl SstReader {
         let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
         };
+        LOOKUP_COUNTERS.pages_read.fetch_add(1, AtomicOrdering::Relaxed);
         let block = self.read_data_block(handle, Fill::Cache)?;
         let mut it = BlockIter::new(block, Arc::clone(&self.path), handle.offset);
         it.seek(&target)?;
@@ -456,8 +460,8 @@ impl SstReader {
     }
 }
 
-/// Pages read and bloom filters probed by point lookups on tiled tables, process-wide
-/// (the `lethe --kiwi` benchmark reports them per lookup).
+/// Pages searched and bloom filters probed by point lookups ([`SstReader::get`]),
+/// process-wide (the `lethe --kiwi` benchmark reports them per lookup).
 #[derive(Debug, Default)]
 pub struct LookupCounters {
     /// Pages searched.
