@@ -629,17 +629,17 @@ impl DbInner {
                 let Some(tiles) = t.tiles() else {
                     continue;
                 };
-                let mut dropped = f.meta.dropped_pages.clone();
+                let mut dropped: std::collections::BTreeSet<u64> = f.meta.dropped_pages.iter().copied().collect();
                 let before = dropped.len();
                 for p in &tiles.pages {
-                    if dropped.binary_search(&p.handle.offset).is_err() && skip(p) {
-                        dropped.push(p.handle.offset);
+                    if !dropped.contains(&p.handle.offset) && skip(p) {
+                        dropped.insert(p.handle.offset);
                     }
                 }
                 if dropped.len() == before {
                     continue;
                 }
-                dropped.sort_unstable();
+                let dropped: Vec<u64> = dropped.into_iter().collect();
                 edit.deleted_files.push((ks, f.number()));
                 if dropped.len() == tiles.pages.len() && t.range_tombstones().is_empty() {
                     // Nothing left: the file goes.
