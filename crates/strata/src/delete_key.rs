@@ -251,6 +251,15 @@ pub fn records_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> Result<Vec<Delet
         .collect()
 }
 
+/// The names of keyspace `ks`'s delete configuration and records in `meta`.
+pub fn meta_names_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> impl Iterator<Item = String> + '_ {
+    let config = config_name(ks);
+    let prefix = format!("{RECORD_PREFIX}{ks}.");
+    meta.keys()
+        .filter(move |k| **k == config || k.starts_with(&prefix))
+        .cloned()
+}
+
 /// What reads and compactions of one keyspace apply: its delete key and every secondary
 /// range delete recorded for it.
 #[derive(Debug, Clone)]

@@ -192,6 +192,16 @@ fn bad_input_is_refused_and_changes_nothing() {
     );
     ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(4))
         .expect("changing h is fine");
+    // Dropping the keyspace takes its delete key and records along.
+    db.flush().expect("flush");
+    assert!(db.meta("strata.delete_key.1").is_some());
+    assert!(
+        db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_some(),
+        "flushed into the manifest"
+    );
+    db.drop_keyspace("plain").expect("drop");
+    assert!(db.meta("strata.delete_key.1").is_none());
+    assert!(db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_none());
 }
 
 #[derive(Debug, Clone)]

@@ -102,6 +102,10 @@ pub struct KiwiResult {
     pub total_io_pages: u64,
     /// Of which by the secondary range deletes themselves.
     pub srd_io_pages: u64,
+    /// Per secondary range delete: its own I/O plus two page I/Os (read, rewrite) for
+    /// each page it covers in part, which a later compaction pays (the article's
+    /// accounting of a delete's cost).
+    pub srd_io_with_partial: f64,
     /// Entries in files at the end that the deletes killed but no compaction has
     /// removed yet (disk entries minus live keys, tombstones and versions included).
     pub leftover_entries: i64,
@@ -320,6 +324,8 @@ fn run_variant(dir: &Path, name: &str, mode: Mode, shape: &KiwiShape) -> BenchRe
     db.wait_for_background()?;
     let seconds = start.elapsed().as_secs_f64();
     let total_io_pages = io_pages(&db) - io0;
+    // Counted from the files alone.
+    db.flush()?;
     let stats = db.stats();
     let live = ks.scan(..)?.count() as i64;
     let on_disk = stats.keyspace("kiwi").map_or(0, |k| k.entries()) as i64;
@@ -352,6 +358,12 @@ fn run_variant(dir: &Path, name: &str, mode: Mode, shape: &KiwiShape) -> BenchRe
         range_blocks: per(t.range_blocks, t.ranges),
         total_io_pages,
         srd_io_pages: t.srd_io,
+        // The baselines' deletes finish their work themselves (a full compaction's
+        // partly covered pages are among those it read and wrote).
+        srd_io_with_partial: match mode {
+            Mode::Tiles(_) => per(t.srd_io + 2 * t.srd_partial, t.srds),
+            _ => per(t.srd_io, t.srds),
+        },
         leftover_entries: on_disk - live,
         seconds,
     };
@@ -374,30 +386,41 @@ struct KiwiJson<'a> {
 /// The issue's targets, evaluated.
 #[derive(Debug, Serialize)]
 pub struct KiwiTargets {
-    /// The fixed h with the least total I/O.
+    /// The fixed h with the least I/O per secondary range delete (partly covered pages
+    /// counted, [`KiwiResult::srd_io_with_partial`]).
     pub best_h: u32,
-    /// 1 - total I/O at best h / total I/O of the full-tree compaction (target >= 0.76).
-    pub io_saving_vs_full_compaction: f64,
+    /// 1 - that I/O at best h / the full-tree compaction's (target >= 0.76).
+    pub srd_io_saving_vs_full_compaction: f64,
+    /// 1 - the whole workload's I/O at best h / the full-tree compaction run's.
+    pub total_io_saving_vs_full_compaction: f64,
     /// Point-lookup time at best h / at h = 1 (target <= 1.2).
     pub lookup_time_ratio: f64,
     /// Point-lookup pages at best h / at h = 1.
     pub lookup_pages_ratio: f64,
-    /// Total I/O of auto / of the best fixed h (target <= 1.1).
-    pub auto_vs_best: f64,
+    /// The fixed h with the least I/O of the whole workload (what the cost model
+    /// minimises).
+    pub best_total_h: u32,
+    /// The whole workload's I/O of auto / of that h (target <= 1.1).
+    pub auto_vs_best_total: f64,
 }
 
 fn targets(rs: &[KiwiResult]) -> Option<KiwiTargets> {
     let fixed: Vec<&KiwiResult> = rs.iter().filter(|r| r.h.is_some()).collect();
-    let best = fixed.iter().min_by_key(|r| r.total_io_pages)?;
+    let best = fixed
+        .iter()
+        .min_by(|a, b| a.srd_io_with_partial.total_cmp(&b.srd_io_with_partial))?;
+    let best_total = fixed.iter().min_by_key(|r| r.total_io_pages)?;
     let one = fixed.iter().find(|r| r.h == Some(1))?;
     let full = rs.iter().find(|r| r.name.starts_with("(a)"))?;
     let auto = rs.iter().find(|r| r.name == "h = auto")?;
     Some(KiwiTargets {
         best_h: best.h?,
-        io_saving_vs_full_compaction: 1.0 - best.total_io_pages as f64 / full.total_io_pages.max(1) as f64,
+        srd_io_saving_vs_full_compaction: 1.0 - best.srd_io_with_partial / full.srd_io_with_partial.max(1.0),
+        total_io_saving_vs_full_compaction: 1.0 - best.total_io_pages as f64 / full.total_io_pages.max(1) as f64,
         lookup_time_ratio: best.lookup_us / one.lookup_us.max(1e-9),
         lookup_pages_ratio: best.lookup_pages / one.lookup_pages.max(1e-9),
-        auto_vs_best: auto.total_io_pages as f64 / best.total_io_pages.max(1) as f64,
+        best_total_h: best_total.h?,
+        auto_vs_best_total: auto.total_io_pages as f64 / best_total.total_io_pages.max(1) as f64,
     })
 }
 
@@ -418,9 +441,12 @@ fn plot(path: &Path, rs: &[KiwiResult]) -> BenchResult<()> {
     let mut d = vec![
         line("pages dropped whole", 0, &|r| r.srd_pages_dropped),
         line("pages covered in part", 1, &|r| r.srd_pages_partial),
+        line("I/O per delete (2 per partly covered page)", 4, &|r| {
+            r.srd_io_with_partial
+        }),
     ];
     if let Some(f) = full {
-        d.push(flat("(a) full compaction: pages read", 2, f.srd_pages_read));
+        d.push(flat("(a) full compaction: I/O per delete", 2, f.srd_io_with_partial));
     }
     let mut e = vec![line("delete tiles", 0, &|r| r.total_io_pages as f64)];
     if let Some(f) = full {
@@ -496,7 +522,7 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) 
     }
     println!();
     println!(
-        "{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>11} {:>8} {:>7} {:>7} {:>8} {:>11} {:>9}",
+        "{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>11} {:>9} {:>8} {:>7} {:>7} {:>8} {:>11} {:>9}",
         "variant",
         "SRDs",
         "read",
@@ -504,6 +530,7 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) 
         "partial",
         "rewritten",
         "written",
+        "SRD I/O",
         "SRD ms",
         "lk pg",
         "probes",
@@ -513,7 +540,7 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) 
     );
     for r in &results {
         println!(
-            "{:<28} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>9.0} {:>11} {:>8.1} {:>7.3} {:>7.2} {:>8.2} {:>11} {:>9}",
+            "{:<28} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>9.0} {:>11} {:>9.0} {:>8.1} {:>7.3} {:>7.2} {:>8.2} {:>11} {:>9}",
             r.name,
             r.srds,
             r.srd_pages_read,
@@ -521,6 +548,7 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) 
             r.srd_pages_partial,
             r.srd_pages_rewritten,
             mib(r.srd_bytes_written as u64),
+            r.srd_io_with_partial,
             r.srd_ms,
             r.lookup_pages,
             r.lookup_probes,
@@ -535,14 +563,17 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) 
     let t = targets(&results).ok_or("missing variants for the targets")?;
     println!();
     println!(
-        "targets: best fixed h = {}: total I/O {:.1} % below the full-tree compaction (target >= 76 %, aim 90 %); \
-         point lookups {:.2}x the time and {:.2}x the pages of h = 1 (target <= 1.2x); auto {:.2}x the best fixed \
-         h's total I/O (target <= 1.10x)",
+        "targets: best fixed h = {} for the deletes' I/O: {:.1} % below the full-tree compaction's per delete \
+         (target >= 76 %, aim 90 %), the whole workload's I/O {:.1} % below; point lookups {:.2}x the time and \
+         {:.2}x the pages of h = 1 (target <= 1.2x); for the whole workload's I/O the best fixed h is {} and auto \
+         is {:.2}x it (target <= 1.10x)",
         t.best_h,
-        100.0 * t.io_saving_vs_full_compaction,
+        100.0 * t.srd_io_saving_vs_full_compaction,
+        100.0 * t.total_io_saving_vs_full_compaction,
         t.lookup_time_ratio,
         t.lookup_pages_ratio,
-        t.auto_vs_best
+        t.best_total_h,
+        t.auto_vs_best_total
     );
     let rep = KiwiJson {
         benchmark: "lethe-kiwi",

@@ -586,6 +586,9 @@ impl DbInner {
         use crate::compaction::tiles::{PageCounts, page_skipper};
         use std::sync::atomic::Ordering as AtOrd;
         let mut tally = crate::compaction::job::PageTally::default();
+        // Taken under the background lock: files not busy now stay in the version until
+        // this job lets them go.
+        let mut bg = self.bg.lock();
         let sv = self.current();
         let ctx = self.job_ctx_for(&sv)?;
         let Some(job) = ctx.deletes.get(&ks) else {
@@ -603,19 +606,16 @@ impl DbInner {
         else {
             return Ok(tally);
         };
-        let files: Vec<_> = {
-            let mut bg = self.bg.lock();
-            let free: Vec<_> = run
-                .files
-                .iter()
-                .filter(|f| !bg.busy.contains(&f.number()))
-                .cloned()
-                .collect();
-            for f in &free {
-                bg.busy.insert(f.number());
-            }
-            free
-        };
+        let files: Vec<_> = run
+            .files
+            .iter()
+            .filter(|f| !bg.busy.contains(&f.number()))
+            .cloned()
+            .collect();
+        for f in &files {
+            bg.busy.insert(f.number());
+        }
+        drop(bg);
         let r = (|| -> Result<()> {
             let counts = std::sync::Arc::new(PageCounts::default());
             let skip = page_skipper(

@@ -580,6 +580,11 @@ impl DbInner {
             ids.push(id);
         }
         edit.meta = meta(&ids)?;
+        // A dropped keyspace's delete key and secondary range deletes go with it.
+        for id in dropped {
+            edit.meta
+                .extend(crate::delete_key::meta_names_of(&cur.meta, *id).map(|n| (n, None)));
+        }
         if pause_created {
             bg.paused.extend(ids.iter().copied());
         }
