@@ -76,54 +76,19 @@ pub fn escape(bytes: &[u8]) -> String {
 
 /// Lowercase hex, two digits per byte.
 pub fn to_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    hex::encode(bytes)
 }
 
 /// Parses hex digits (either case, optional `0x` prefix, even count) into bytes.
 pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-    let mut out = Vec::with_capacity(digits.len() / 2);
-    let mut high: Option<u8> = None;
-    for (i, c) in digits.chars().enumerate() {
-        let Some(d) = c.to_digit(16) else {
-            return Err(format!("invalid hex digit {c:?} at position {}", i + 1));
-        };
-        // to_digit(16) is below 16, so the cast is lossless.
-        let d = d as u8;
-        match high.take() {
-            None => high = Some(d),
-            Some(h) => out.push((h << 4) | d),
+    hex::decode(digits).map_err(|e| match e {
+        hex::FromHexError::InvalidHexCharacter { c, index } => {
+            format!("invalid hex digit {c:?} at position {}", index + 1)
         }
-    }
-    if high.is_some() {
-        return Err(format!("odd number of hex digits ({})", digits.chars().count()));
-    }
-    Ok(out)
-}
-
-/// A JSON string literal (with quotes) for `s`.
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+        hex::FromHexError::OddLength => format!("odd number of hex digits ({})", digits.chars().count()),
+        e => e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -191,13 +156,5 @@ mod tests {
         assert_eq!(Encoding::Hex.quote(b"k"), "0x6b");
         assert_eq!(Encoding::new(true), Encoding::Hex);
         assert_eq!(Encoding::new(false), Encoding::Text);
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_string("plain"), "\"plain\"");
-        assert_eq!(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(json_string("l1\nl2\t\u{1}"), "\"l1\\nl2\\t\\u0001\"");
-        assert_eq!(json_string("日本"), "\"日本\"");
     }
 }

@@ -9,7 +9,9 @@ use strata::db::DEFAULT_KEYSPACE;
 use strata::{Db, Keyspace, Options, Stats};
 
 use crate::args::{Cli, Command, ScanArgs};
-use crate::bytes::{Encoding, escape, json_string};
+use serde::Serialize;
+
+use crate::bytes::{Encoding, escape};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -280,63 +282,98 @@ fn print_entries(
 
 /// The stats as one JSON object.
 fn stats_json(s: &Stats) -> String {
-    let keyspaces: Vec<String> = s
-        .keyspaces
-        .iter()
-        .map(|ks| {
-            let levels: Vec<String> = ks
-                .levels
-                .iter()
-                .map(|l| {
-                    format!(
-                        r#"{{"level":{},"runs":{},"files":{},"bytes":{},"entries":{},"tombstones":{}}}"#,
-                        l.level, l.runs, l.files, l.bytes, l.entries, l.tombstones
-                    )
-                })
-                .collect();
-            format!(
-                r#"{{"name":{},"id":{},"bytes":{},"entries":{},"tombstones":{},"levels":[{}]}}"#,
-                json_string(&ks.name),
-                ks.id,
-                ks.bytes(),
-                ks.entries(),
-                ks.tombstones(),
-                levels.join(",")
-            )
-        })
-        .collect();
-    let wa = if s.write_amplification.is_finite() {
-        format!("{}", s.write_amplification)
-    } else {
-        "null".to_string()
+    #[derive(Serialize)]
+    struct Level {
+        level: usize,
+        runs: usize,
+        files: usize,
+        bytes: u64,
+        entries: u64,
+        tombstones: u64,
+    }
+    #[derive(Serialize)]
+    struct Keyspace<'a> {
+        name: &'a str,
+        id: u32,
+        bytes: u64,
+        entries: u64,
+        tombstones: u64,
+        levels: Vec<Level>,
+    }
+    #[derive(Serialize)]
+    struct Report<'a> {
+        keyspaces: Vec<Keyspace<'a>>,
+        /// Non-finite (nothing written yet) is `null`.
+        write_amplification: f64,
+        total_bytes: u64,
+        user_bytes_written: u64,
+        user_ops_written: u64,
+        wal_bytes_written: u64,
+        wal_syncs: u64,
+        flushes: u64,
+        flush_bytes_written: u64,
+        compactions: u64,
+        trivial_moves: u64,
+        compaction_bytes_read: u64,
+        compaction_bytes_written: u64,
+        stalls: u64,
+        stall_micros: u64,
+        memtable_bytes: u64,
+        immutable_memtables: usize,
+        block_cache_usage: u64,
+        block_cache_capacity: u64,
+        last_seq: u64,
+        snapshots: usize,
+        background_error: Option<&'a str>,
+    }
+    let report = Report {
+        keyspaces: s
+            .keyspaces
+            .iter()
+            .map(|ks| Keyspace {
+                name: &ks.name,
+                id: ks.id,
+                bytes: ks.bytes(),
+                entries: ks.entries(),
+                tombstones: ks.tombstones(),
+                levels: ks
+                    .levels
+                    .iter()
+                    .map(|l| Level {
+                        level: l.level,
+                        runs: l.runs,
+                        files: l.files,
+                        bytes: l.bytes,
+                        entries: l.entries,
+                        tombstones: l.tombstones,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        write_amplification: s.write_amplification,
+        total_bytes: s.total_bytes(),
+        user_bytes_written: s.user_bytes_written,
+        user_ops_written: s.user_ops_written,
+        wal_bytes_written: s.wal_bytes_written,
+        wal_syncs: s.wal_syncs,
+        flushes: s.flushes,
+        flush_bytes_written: s.flush_bytes_written,
+        compactions: s.compactions,
+        trivial_moves: s.trivial_moves,
+        compaction_bytes_read: s.compaction_bytes_read,
+        compaction_bytes_written: s.compaction_bytes_written,
+        stalls: s.stalls,
+        stall_micros: s.stall_micros,
+        memtable_bytes: s.memtable_bytes,
+        immutable_memtables: s.immutable_memtables,
+        block_cache_usage: s.block_cache_usage,
+        block_cache_capacity: s.block_cache_capacity,
+        last_seq: s.last_seq,
+        snapshots: s.snapshots,
+        background_error: s.background_error.as_deref(),
     };
-    let bg = s.background_error.as_deref().map_or("null".to_string(), json_string);
-    let counters = [
-        ("total_bytes", s.total_bytes()),
-        ("user_bytes_written", s.user_bytes_written),
-        ("user_ops_written", s.user_ops_written),
-        ("wal_bytes_written", s.wal_bytes_written),
-        ("wal_syncs", s.wal_syncs),
-        ("flushes", s.flushes),
-        ("flush_bytes_written", s.flush_bytes_written),
-        ("compactions", s.compactions),
-        ("trivial_moves", s.trivial_moves),
-        ("compaction_bytes_read", s.compaction_bytes_read),
-        ("compaction_bytes_written", s.compaction_bytes_written),
-        ("stalls", s.stalls),
-        ("stall_micros", s.stall_micros),
-        ("memtable_bytes", s.memtable_bytes),
-        ("immutable_memtables", s.immutable_memtables as u64),
-        ("block_cache_usage", s.block_cache_usage),
-        ("block_cache_capacity", s.block_cache_capacity),
-        ("last_seq", s.last_seq),
-        ("snapshots", s.snapshots as u64),
-    ];
-    let mut fields = vec![format!(r#""keyspaces":[{}]"#, keyspaces.join(","))];
-    fields.push(format!(r#""write_amplification":{wa}"#));
-    fields.extend(counters.iter().map(|(k, v)| format!(r#""{k}":{v}"#)));
-    fields.push(format!(r#""background_error":{bg}"#));
-    format!("{{{}}}", fields.join(","))
+    // Plain structs of numbers and strings always serialize.
+    serde_json::to_string(&report).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -16,12 +16,12 @@
 //! that JSON cannot hold as the strings above); TSV with `\N` for NULL, strings escaped
 //! as in key-value output (so each row stays on one line), bytes as hex.
 
-use std::fmt::Write as _;
-
 use strata::table::schema::{Field, FieldType, Schema};
 use strata::table::value::Value;
 
-use crate::bytes::{escape, json_string, parse_hex, to_hex};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use crate::bytes::{escape, parse_hex, to_hex};
 
 /// Where a text value comes from (decides how NULL is spelled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,32 +183,43 @@ pub fn field_names(schema: &Schema) -> String {
     names.join(", ")
 }
 
-/// One value as JSON text.
-pub fn value_json(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::U64(n) => n.to_string(),
-        Value::I64(n) => n.to_string(),
-        Value::F64(f) if f.is_nan() => "\"NaN\"".into(),
-        Value::F64(f) if f.is_infinite() => if *f > 0.0 { "\"inf\"" } else { "\"-inf\"" }.into(),
-        Value::F64(f) => serde_json::to_string(f).unwrap_or_else(|_| "null".into()),
-        Value::Str(s) => json_string(s),
-        Value::Bytes(b) => format!("\"{}\"", to_hex(b)),
-        Value::Bool(b) => b.to_string(),
+/// A value as JSON: non-finite floats as the strings `"NaN"`, `"inf"`, `"-inf"` (which
+/// [`from_json`] reads back), bytes as a hex string.
+struct JsonValue<'a>(&'a Value);
+
+impl Serialize for JsonValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Null => s.serialize_none(),
+            Value::U64(n) => s.serialize_u64(*n),
+            Value::I64(n) => s.serialize_i64(*n),
+            Value::F64(f) if f.is_nan() => s.serialize_str("NaN"),
+            Value::F64(f) if f.is_infinite() => s.serialize_str(if *f > 0.0 { "inf" } else { "-inf" }),
+            Value::F64(f) => s.serialize_f64(*f),
+            Value::Str(v) => s.serialize_str(v),
+            Value::Bytes(b) => s.serialize_str(&to_hex(b)),
+            Value::Bool(b) => s.serialize_bool(*b),
+        }
+    }
+}
+
+/// A row as a JSON object, fields in schema order.
+struct JsonRow<'a>(&'a Schema, &'a [Value]);
+
+impl Serialize for JsonRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.1.len()))?;
+        for (f, v) in self.0.fields.iter().zip(self.1) {
+            m.serialize_entry(&f.name, &JsonValue(v))?;
+        }
+        m.end()
     }
 }
 
 /// A row as one JSON object, fields in schema order.
 pub fn row_json(schema: &Schema, row: &[Value]) -> String {
-    let mut s = String::from("{");
-    for (i, (f, v)) in schema.fields.iter().zip(row).enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(s, "{}:{}", json_string(&f.name), value_json(v));
-    }
-    s.push('}');
-    s
+    // Serializing to a string fails only for maps with non-string keys: never here.
+    serde_json::to_string(&JsonRow(schema, row)).unwrap_or_default()
 }
 
 /// One value as a TSV cell.
@@ -308,12 +319,12 @@ mod tests {
             (FieldType::Bool, Value::Bool(true)),
         ];
         for (ty, v) in vals {
-            let j: serde_json::Value = serde_json::from_str(&value_json(&v)).unwrap();
+            let j: serde_json::Value = serde_json::to_value(JsonValue(&v)).unwrap();
             assert_eq!(from_json(&field(ty, false), &j), Ok(v.clone()), "{v}");
         }
-        let j: serde_json::Value = serde_json::from_str(&value_json(&Value::F64(f64::NAN))).unwrap();
+        let j: serde_json::Value = serde_json::to_value(JsonValue(&Value::F64(f64::NAN))).unwrap();
         assert!(matches!(from_json(&field(FieldType::F64, false), &j), Ok(Value::F64(f)) if f.is_nan()));
-        assert_eq!(value_json(&Value::F64(2.0)), "2.0");
+        assert_eq!(serde_json::to_string(&JsonValue(&Value::F64(2.0))).unwrap(), "2.0");
     }
 
     #[test]

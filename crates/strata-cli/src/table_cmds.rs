@@ -14,10 +14,10 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table, TableStats};
 
-use crate::bytes::json_string;
 use crate::commands::{CliError, Result, open};
 use crate::rows::{self, TextSource};
 use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RowFormat, RowsFormat, SelectArgs, TableCommand};
+use serde::Serialize;
 
 /// Runs one table subcommand.
 pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Result<()> {
@@ -375,44 +375,62 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
 
 /// The table stats as one JSON object.
 fn table_stats_json(s: &TableStats) -> String {
-    let indexes: Vec<String> = s
-        .indexes
-        .iter()
-        .map(|i| {
-            format!(
-                r#"{{"name":{},"unique":{},"entries":{},"bytes":{},"deferred_deletes_emitted":{},"reads":{},"hits":{},"dirty_hits_skipped":{}}}"#,
-                json_string(&i.name),
-                i.unique,
-                i.entries,
-                i.bytes,
-                i.deferred_deletes_emitted,
-                i.reads,
-                i.hits,
-                i.dirty_hits_skipped
-            )
-        })
-        .collect();
-    let ratio = rows::value_json(&Value::F64(s.primary_lookups_per_secondary_hit));
-    let ratio = if ratio.starts_with('"') {
-        "null".to_string()
-    } else {
-        ratio
+    #[derive(Serialize)]
+    struct Index<'a> {
+        name: &'a str,
+        unique: bool,
+        entries: u64,
+        bytes: u64,
+        deferred_deletes_emitted: u64,
+        reads: u64,
+        hits: u64,
+        dirty_hits_skipped: u64,
+    }
+    #[derive(Serialize)]
+    struct Report<'a> {
+        name: &'a str,
+        mode: &'a str,
+        statements: u64,
+        hidden_reads: u64,
+        unique_check_reads: u64,
+        update_reads: u64,
+        deferred_deletes_emitted: u64,
+        dirty_hits_skipped: u64,
+        primary_lookups: u64,
+        /// Non-finite is `null`.
+        primary_lookups_per_secondary_hit: f64,
+        primary_entries: u64,
+        indexes: Vec<Index<'a>>,
+    }
+    let report = Report {
+        name: &s.name,
+        mode: &s.mode,
+        statements: s.statements,
+        hidden_reads: s.hidden_reads,
+        unique_check_reads: s.unique_check_reads,
+        update_reads: s.update_reads,
+        deferred_deletes_emitted: s.deferred_deletes_emitted,
+        dirty_hits_skipped: s.dirty_hits_skipped,
+        primary_lookups: s.primary_lookups,
+        primary_lookups_per_secondary_hit: s.primary_lookups_per_secondary_hit,
+        primary_entries: s.primary_entries,
+        indexes: s
+            .indexes
+            .iter()
+            .map(|i| Index {
+                name: &i.name,
+                unique: i.unique,
+                entries: i.entries,
+                bytes: i.bytes,
+                deferred_deletes_emitted: i.deferred_deletes_emitted,
+                reads: i.reads,
+                hits: i.hits,
+                dirty_hits_skipped: i.dirty_hits_skipped,
+            })
+            .collect(),
     };
-    format!(
-        r#"{{"name":{},"mode":{},"statements":{},"hidden_reads":{},"unique_check_reads":{},"update_reads":{},"deferred_deletes_emitted":{},"dirty_hits_skipped":{},"primary_lookups":{},"primary_lookups_per_secondary_hit":{},"primary_entries":{},"indexes":[{}]}}"#,
-        json_string(&s.name),
-        json_string(&s.mode),
-        s.statements,
-        s.hidden_reads,
-        s.unique_check_reads,
-        s.update_reads,
-        s.deferred_deletes_emitted,
-        s.dirty_hits_skipped,
-        s.primary_lookups,
-        ratio,
-        s.primary_entries,
-        indexes.join(",")
-    )
+    // Plain structs of numbers and strings always serialize.
+    serde_json::to_string(&report).unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -18,6 +18,17 @@
 //! assert_eq!(by_email.get(b"alice@example.com").unwrap().as_deref(), Some(&b"u1"[..]));
 //! ```
 //!
+//! Layers, each knowing only those below it:
+//!
+//! - files and formats: [`fs`], [`wal`], [`sstable`] (with its caches), [`version`]
+//!   (the manifest and the tree of runs);
+//! - the key-value engine: [`memtable`], [`iter`], [`compaction`], [`db`]. It knows
+//!   nothing of tables; a layer above plugs in through `db::Extension`, and tells
+//!   compactions which keyspaces owe deletes through [`compaction::Obligations`];
+//! - tables: [`table`] (rows, secondary indexes, eager and deferred maintenance; the
+//!   deferred algorithm's invariants are numbered in `table::deferred`). [`Db::open`]
+//!   opens the engine with the table layer plugged in.
+//!
 //! Limits: keys up to [`options::MAX_KEY_SIZE`] bytes, values up to
 //! [`options::MAX_VALUE_SIZE`] bytes, batches up to [`options::MAX_BATCH_SIZE`] bytes;
 //! larger inputs are refused with [`Error::InvalidArgument`] and nothing is written.
@@ -27,7 +38,6 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod batch;
-pub mod cache;
 pub mod codec;
 pub mod compaction;
 pub mod db;

@@ -20,7 +20,7 @@
 //! `STRATA_DAMAGE_ITERS` sets the number of random damages (default 120, plus the
 //! boundary damages); `STRATA_DAMAGE_SEED` the seed.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -30,7 +30,7 @@ use rand::{Rng, SeedableRng};
 use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::{Db, Error, Options};
-use table_common::{small_options, tempdir};
+use table_harness::{small_options, tempdir};
 
 // ---------------------------------------------------------------------------------
 // The workload and its model

@@ -2,12 +2,12 @@
 //! compactions take (issue: several runs per level with delete-driven compactions let a
 //! compaction's output sit above a newer run of the same level).
 
-mod common;
+mod model_harness;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::NoSyncFs;
+use model_harness::NoSyncFs;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::sync::Arc;
 use strata::{Db, Options};

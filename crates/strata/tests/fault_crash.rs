@@ -5,14 +5,16 @@
 //! with `None` recovery still succeeds and yields the state after some prefix of the
 //! writes, consistent across keyspaces and the table's index.
 
-mod support;
+mod fault_harness;
 
 use std::time::Duration;
 
+use fault_harness::{
+    CrashMode, Fault, FaultSpec, Harness, Op, Target, Workload, background_panics, no_panic, with_timeout,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::SyncPolicy;
-use support::{CrashMode, Fault, FaultSpec, Harness, Op, Target, Workload, background_panics, no_panic, with_timeout};
 
 /// Runs the workload until the power goes at the `at`-th append (anywhere: WAL, SST,
 /// manifest), crashes with `mode`, reopens and checks that the recovered state is a
@@ -152,7 +154,7 @@ fn harness_catches_a_lying_fsync() {
         w.step(&hs).expect("step");
     }
     h.state().arm(FaultSpec::new(
-        Target::Kind(support::FileKind::Wal),
+        Target::Kind(fault_harness::FileKind::Wal),
         Op::Sync,
         Fault::LyingSync,
     ));

@@ -3,13 +3,13 @@
 //! caught; a flipped bit must surface as corruption naming the file — never as wrong
 //! data, never as a panic. Reopen recovers once the fault is gone.
 
-mod support;
+mod fault_harness;
 
-use strata::SyncPolicy;
-use support::{
+use fault_harness::{
     Fault, FaultSpec, FileKind, Harness, Op, ReadPolicy, Scenario, Target, Workload, is_corruption_naming_file,
     no_panic, report, run, run_open_fault, sweep_open, total_injected,
 };
+use strata::SyncPolicy;
 
 /// Read faults while the database runs (SSTable reads: gets, scans, compactions).
 fn running(name: &str, fault: Fault, probability: f64, reads: ReadPolicy) {

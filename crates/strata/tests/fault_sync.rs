@@ -4,12 +4,12 @@
 //! right after the failure (dropping everything not synced), acknowledged writes still
 //! survive: Strata never counts on data whose fsync failed.
 
-mod support;
+mod fault_harness;
 
-use strata::SyncPolicy;
-use support::{
+use fault_harness::{
     CrashMode, Fault, FaultSpec, FileKind, Harness, Op, Scenario, Target, no_panic, report, run, sweep, total_injected,
 };
+use strata::SyncPolicy;
 
 #[test]
 fn failing_fsync() {

@@ -3,9 +3,9 @@
 //! Strata returns `Err` (never panics, never hangs), acknowledged writes survive a
 //! reopen, batches are never half-applied, and the reopened database is consistent.
 
-mod support;
+mod fault_harness;
 
-use support::{
+use fault_harness::{
     Fault, FaultSpec, FileKind, Harness, Op, ReadPolicy, Target, is_fault_error, no_panic, sweep, sweep_open,
     total_injected,
 };

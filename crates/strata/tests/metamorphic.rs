@@ -10,13 +10,13 @@
 //! `cargo test` runs a few histories; `STRATA_METAMORPHIC_MINUTES=N cargo test --release
 //! --test metamorphic -- --ignored` runs new histories for N minutes.
 
-mod common;
+mod model_harness;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::options::{describe, drawn_options};
-use common::{Harness, NoSyncFs, ops_from_seed};
+use model_harness::options::{describe, drawn_options};
+use model_harness::{Harness, NoSyncFs, ops_from_seed};
 
 /// Runs history `seed` under `configs` drawn option sets; returns operations run.
 fn history(seed: u64, ops: usize, configs: u64) -> usize {

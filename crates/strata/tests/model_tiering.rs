@@ -2,9 +2,9 @@
 //! leveling): random operations, snapshots, flushes, compactions and reopens, checked
 //! against a BTreeMap.
 
-mod common;
+mod model_harness;
 
-use common::{op, run_deep, run_drawn, small_options};
+use model_harness::{op, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 

@@ -75,7 +75,7 @@ fn open_tables_and_descriptors_stay_under_max_open_files() {
             let (mut max_tables, mut max_fds) = (0, 0);
             let until = Instant::now() + Duration::from_secs(2);
             while Instant::now() < until {
-                max_tables = max_tables.max(db.stats().open_tables);
+                max_tables = max_tables.max(db.stats().open_sst_files);
                 max_fds = max_fds.max(open_sst_fds());
                 std::thread::sleep(Duration::from_millis(1));
             }

@@ -4,7 +4,7 @@
 //! batch is there in full and that no batch is half-applied. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
-#[path = "support/open.rs"]
+#[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;

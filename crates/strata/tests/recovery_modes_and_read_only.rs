@@ -1,6 +1,6 @@
 //! Issue 20: the recovery modes, the read-only open, and reserved names.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::path::Path;
 use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::{Db, Error, Options, RecoveryMode, WriteBatch};
-use table_common::tempdir;
+use table_harness::tempdir;
 
 fn options() -> Options {
     Options {

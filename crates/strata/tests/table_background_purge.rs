@@ -4,7 +4,7 @@
 //! versions. The writes stay blind, and snapshots older than a write keep seeing the old
 //! row through the index.
 
-mod table_common;
+mod table_harness;
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use strata::table::Table;
 use strata::table::schema::Schema;
 use strata::{Db, Options};
-use table_common::{check_ok, collect, small_options, u};
+use table_harness::{check_ok, collect, small_options, u};
 
 /// Large memtables and no size-triggered compaction: old versions stay on disk,
 /// undisturbed, unless the purge thread deals with them.
@@ -73,7 +73,7 @@ fn dirty(t: &Table) -> u64 {
 
 #[test]
 fn blind_writes_of_rows_on_disk_leave_no_dirty_entries_once_purged() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), options()).expect("open");
     let t = table(&db);
     load(&db, &t, 200);
@@ -124,7 +124,7 @@ fn blind_writes_of_rows_on_disk_leave_no_dirty_entries_once_purged() {
 
 #[test]
 fn a_snapshot_older_than_the_write_keeps_the_old_entries_until_released() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), options()).expect("open");
     let t = table(&db);
     load(&db, &t, 20);
@@ -164,7 +164,7 @@ fn a_snapshot_older_than_the_write_keeps_the_old_entries_until_released() {
 
 #[test]
 fn nothing_is_purged_while_nobody_reads_the_indexes() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), options()).expect("open");
     let t = table(&db);
     load(&db, &t, 50);
@@ -184,7 +184,7 @@ fn nothing_is_purged_while_nobody_reads_the_indexes() {
 /// used to fail the compaction with "keys must be strictly increasing").
 #[test]
 fn purged_versions_compacted_again_keep_the_tree_consistent() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = table(&db);
     let mut rng = StdRng::seed_from_u64(7);
@@ -243,7 +243,7 @@ fn purged_versions_compacted_again_keep_the_tree_consistent() {
 /// show through again, dirty.
 #[test]
 fn compaction_emits_nothing_for_versions_the_purge_thread_cleaned() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), options()).expect("open");
     let t = table(&db);
     load(&db, &t, 200);

@@ -3,7 +3,7 @@
 //! move, no row or index entry appears, and other statements of the same transaction
 //! are not applied).
 
-mod table_common;
+mod table_harness;
 
 use std::ops::Bound;
 
@@ -12,10 +12,10 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{all_rows, check_ok, collect, s, small_options, u};
+use table_harness::{all_rows, check_ok, collect, s, small_options, u};
 
 fn setup(mode: &str) -> (tempfile::TempDir, Db, Table) {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = db
         .create_table(
@@ -515,7 +515,7 @@ fn oversized_keys_closed_databases_and_foreign_snapshots_are_refused() {
         );
         assert_eq!(t.get(&[u(4)]).expect("get"), None);
         // A snapshot of another database.
-        let other_dir = table_common::tempdir();
+        let other_dir = table_harness::tempdir();
         let other = Db::open(other_dir.path(), small_options()).expect("open other");
         let foreign = other.snapshot();
         match collect(t.select("by_a").at(&foreign)) {

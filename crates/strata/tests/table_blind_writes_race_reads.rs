@@ -10,7 +10,7 @@
 //!
 //! Eager tables (which lock for every statement) are the control.
 
-mod table_common;
+mod table_harness;
 
 use std::sync::Barrier;
 
@@ -18,7 +18,7 @@ use strata::Db;
 use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
-use table_common::{s, small_options, u};
+use table_harness::{s, small_options, u};
 
 fn create(db: &Db, mode: &str) -> Table {
     db.create_table(
@@ -39,7 +39,7 @@ fn update_racing_delete_never_resurrects_the_row() {
     const KEYS: u64 = 200;
     let mut failures = Vec::new();
     for mode in ["eager", "deferred"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let mut resurrected = Vec::new();
@@ -91,7 +91,7 @@ fn insert_racing_replace_is_serializable() {
     const KEYS: u64 = 200;
     let mut failures = Vec::new();
     for mode in ["eager", "deferred"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let mut anomalies = Vec::new();

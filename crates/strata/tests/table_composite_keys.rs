@@ -2,7 +2,7 @@
 //! primary key fields (in another order) or hold nullable fields: random statements
 //! checked against a model in both modes, through flushes, compactions and a reopen.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -14,7 +14,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{check_ok, cmp_on, collect, i, rows_eq, s, small_options, sort_like_index};
+use table_harness::{check_ok, cmp_on, collect, i, rows_eq, s, small_options, sort_like_index};
 
 /// (index, field positions)
 const INDEXES: [(&str, &[usize]); 4] = [
@@ -118,7 +118,7 @@ fn verify(t: &Table, m: &Model, ctx: &str) {
 #[test]
 fn composite_keys_match_the_model() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let mut db = Db::open(dir.path(), small_options()).expect("open");
         let mut t = create(&db, mode);
         let mut g = StdRng::seed_from_u64(3);

@@ -10,9 +10,9 @@
 //! the child committed but could not report), `check` finds no missing row, and no
 //! select returns a dirty row. Several crash cycles run on the same database.
 
-mod table_common;
+mod table_harness;
 
-#[path = "support/open.rs"]
+#[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Options, SyncPolicy};
-use table_common::{collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
+use table_harness::{collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
 
 const CHILD_DIR_ENV: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
 /// The row that records the last transaction id (in the same transaction).

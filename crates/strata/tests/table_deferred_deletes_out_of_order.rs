@@ -7,12 +7,12 @@
 //! The order is forced by compacting the secondary keyspace on its own before the
 //! primary one (automatic compactions are held off with a high level-0 trigger).
 
-mod table_common;
+mod table_harness;
 
 use strata::table::schema::Schema;
 use strata::table::{Row, Table};
 use strata::{Db, Options};
-use table_common::{check_ok, collect, small_options, u};
+use table_harness::{check_ok, collect, small_options, u};
 
 fn options(runs_per_level: usize) -> Options {
     Options {
@@ -46,7 +46,7 @@ fn late_deferred_delete_does_not_remove_a_newer_put() {
     for runs_per_level in [1, 3] {
         for via_delete in [false, true] {
             let ctx = format!("runs per level {runs_per_level}, key left through a delete: {via_delete}");
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), options(runs_per_level)).expect("open");
             let t = db
                 .create_table(

@@ -3,7 +3,7 @@
 //! delete for it; once the snapshot is released, the next compactions must remove it
 //! from every index. Meanwhile reads at the snapshot still see the old rows.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Snapshot};
-use table_common::{check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
+use table_harness::{check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 2] = [("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -86,7 +86,7 @@ fn rows_deleted_under_a_snapshot_leave_after_its_release() {
     for mode in ["deferred", "eager"] {
         for delete_in_memtable in [false, true] {
             let ctx = format!("{mode}, delete while the row is in the memtable: {delete_in_memtable}");
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, mode);
             let n = 500u64;
@@ -141,7 +141,7 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
     for mode in ["deferred", "eager"] {
         for seed in [1u64, 2, 3] {
             let ctx = format!("{mode}, seed {seed}");
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, mode);
             let mut g = StdRng::seed_from_u64(seed);

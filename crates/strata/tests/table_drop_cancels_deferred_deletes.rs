@@ -4,7 +4,7 @@
 //! error may surface, the database must stay usable and consistent, a reopen must work,
 //! and no file of a dropped keyspace may stay in the directory.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +16,7 @@ use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{
+use table_harness::{
     all_rows, check_ok, collect, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
 };
 
@@ -116,7 +116,7 @@ fn wait_for(ops: &AtomicU64, n: u64) {
 
 #[test]
 fn dropping_indexes_under_running_compactions() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, "t");
     let other = create(&db, "other");
@@ -124,7 +124,7 @@ fn dropping_indexes_under_running_compactions() {
     let ops = AtomicU64::new(0);
     let ks_before = db.list_keyspaces().len();
     let (mt, mo) = std::thread::scope(|sc| {
-        let _stop_writers = table_common::StopOnDrop(&stop);
+        let _stop_writers = table_harness::StopOnDrop(&stop);
         let wt = sc.spawn(|| writer(&t, 1, &stop, &ops));
         let wo = sc.spawn(|| writer(&other, 2, &stop, &ops));
         wait_for(&ops, 3000);
@@ -189,14 +189,14 @@ fn dropping_indexes_under_running_compactions() {
 
 #[test]
 fn dropping_a_table_under_running_compactions() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let doomed = create(&db, "doomed");
     let kept = create(&db, "kept");
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let (md, mk) = std::thread::scope(|sc| {
-        let _stop_writers = table_common::StopOnDrop(&stop);
+        let _stop_writers = table_harness::StopOnDrop(&stop);
         let wd = sc.spawn(|| writer(&doomed, 3, &stop, &ops));
         let wk = sc.spawn(|| writer(&kept, 4, &stop, &ops));
         wait_for(&ops, 4000);

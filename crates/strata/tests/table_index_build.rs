@@ -3,7 +3,7 @@
 //! and compactions run). Once the writers stop, `check` must be clean and every select
 //! through the new index must return exactly the rows it should, in index order.
 
-mod table_common;
+mod table_harness;
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,7 +15,7 @@ use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
+use table_harness::{all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str) -> Table {
     db.create_table(
@@ -117,7 +117,7 @@ fn verify_index(t: &Table, index: &str, positions: &[usize], ctx: &str) {
 }
 
 fn build_under_writers(mode: &str) {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, mode);
     let mut g = StdRng::seed_from_u64(11);
@@ -130,7 +130,7 @@ fn build_under_writers(mode: &str) {
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let (during_c, during_cb) = std::thread::scope(|sc| {
-        let _stop_writers = table_common::StopOnDrop(&stop);
+        let _stop_writers = table_harness::StopOnDrop(&stop);
         sc.spawn(|| writer(&t, 1, &stop, &ops));
         sc.spawn(|| writer(&t, 2, &stop, &ops));
         wait_for(&ops, 500);
@@ -188,7 +188,7 @@ fn index_built_under_concurrent_writers_eager() {
 #[test]
 fn new_index_is_maintained_after_the_build() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let mut g = StdRng::seed_from_u64(5);
@@ -222,7 +222,7 @@ fn new_index_is_maintained_after_the_build() {
 
 #[test]
 fn bad_index_definitions_are_refused_and_leave_nothing() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, "deferred");
     t.replace(vec![u(1), u(1), Value::I64(1), u(1), Value::Bytes(vec![])])
@@ -255,7 +255,7 @@ fn bad_index_definitions_are_refused_and_leave_nothing() {
 #[test]
 fn unique_index_build_checks_existing_rows() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         for id in 0..100 {
@@ -295,7 +295,7 @@ fn unique_index_build_checks_existing_rows() {
 #[test]
 fn unique_index_build_races_a_duplicate_insert() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let n = 20_000u64;
@@ -366,7 +366,7 @@ fn unique_index_build_races_a_duplicate_insert() {
 #[test]
 fn dropping_the_table_during_an_index_build_leaves_no_files() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let keep = db
@@ -413,8 +413,8 @@ fn dropping_the_table_during_an_index_build_leaves_no_files() {
         db.wait_for_background().expect("background");
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let on_disk = table_common::sst_files(db.path()).len();
-            let live = table_common::live_file_count(&db);
+            let on_disk = table_harness::sst_files(db.path()).len();
+            let live = table_harness::live_file_count(&db);
             if on_disk == live {
                 break;
             }

@@ -7,16 +7,16 @@
 //! secondary deletes for those versions go into the same batch (no I/O: the old row is
 //! read from the memtable).
 
-mod table_common;
+mod table_harness;
 
 use strata::Db;
 use strata::table::schema::Schema;
 use strata::table::value::Value;
-use table_common::{check_ok, collect, small_options, u};
+use table_harness::{check_ok, collect, small_options, u};
 
 #[test]
 fn overwrites_of_memtable_rows_leave_no_dirty_entries() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let opts = strata::Options {
         memtable_budget: 8 << 20,
         ..small_options()
@@ -63,7 +63,7 @@ fn overwrites_of_memtable_rows_leave_no_dirty_entries() {
 
 #[test]
 fn a_table_nobody_reads_through_its_indexes_stays_blind() {
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = db
         .create_table(

@@ -7,9 +7,9 @@
 //! The key universe is small (primary keys 0..40, about six values per indexed field),
 //! so overwrites, deletes, duplicate keys and dirty index entries collide all the time.
 
-#[path = "common/options.rs"]
+#[path = "model_harness/options.rs"]
 mod options;
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -25,7 +25,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Error, Snapshot};
-use table_common::{collect, row_eq, small_options, sort_like_index};
+use table_harness::{collect, row_eq, small_options, sort_like_index};
 
 const PKS: u64 = 40;
 const FIELDS: [&str; 7] = ["id", "a", "b", "c", "d", "e", "f"];
@@ -457,7 +457,7 @@ impl Harness {
     }
 
     fn with_options(opts: strata::Options, clock: Option<std::sync::Arc<strata::ManualClock>>) -> Harness {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), opts.clone()).expect("open");
         let tables = TABLES
             .iter()
@@ -485,7 +485,7 @@ impl Harness {
         TOTALS.compactions.fetch_add(st.compactions, Ordering::Relaxed);
         TOTALS
             .deepest
-            .fetch_max(table_common::deepest_level(db) as u64, Ordering::Relaxed);
+            .fetch_max(table_harness::deepest_level(db) as u64, Ordering::Relaxed);
         for (t, (name, _)) in self.tables.iter().zip(TABLES) {
             let ts = t.stats().map_err(|e| e.to_string())?;
             TOTALS
@@ -549,7 +549,7 @@ impl Harness {
             let want = model_select(m, spec);
             let at = snap.map(|si| &self.snapshots[si].0);
             let got = collect(build_select(t, spec, at)).map_err(|e| format!("table {}: select: {e}", t.name()))?;
-            if !table_common::rows_eq(&got, &want) {
+            if !table_harness::rows_eq(&got, &want) {
                 return Err(format!(
                     "table {}: {spec:?} (snapshot {snap:?})\n got  {}\n want {}",
                     t.name(),
@@ -739,9 +739,9 @@ impl Harness {
 }
 
 /// Runs `ops` under options drawn from `options_seed` (sizes, runs per level, triggers,
-/// FADE, density, sync policy; `tests/common/options.rs`).
+/// FADE, density, sync policy; `tests/model_harness/options.rs`).
 fn run_case(ops: &[Op], options_seed: u64) -> Result<(), TestCaseError> {
-    let (drawn, clock) = options::drawn_options(options_seed, std::sync::Arc::new(table_common::NoSyncFs));
+    let (drawn, clock) = options::drawn_options(options_seed, std::sync::Arc::new(table_harness::NoSyncFs));
     let shape = options::describe(&drawn);
     let mut h = Harness::with_options(drawn, Some(clock));
     for (n, op) in ops.iter().enumerate() {

@@ -10,16 +10,16 @@
 //! rest of the path: sparing, power loss, recovery, and a clean index after it.
 
 #[allow(unused_imports)] // the support module re-exports more than this test needs
-mod support;
+mod fault_harness;
 
 use std::time::{Duration, Instant};
 
+use fault_harness::{CrashMode, FaultyFs};
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::{Db, Options, SyncPolicy};
-use support::{CrashMode, FaultyFs};
 
 fn u(v: u64) -> Value {
     Value::U64(v)

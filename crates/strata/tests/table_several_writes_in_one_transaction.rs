@@ -3,7 +3,7 @@
 //! the deferred machinery. After a full compaction every secondary index holds exactly
 //! one entry per live row, whatever the transactions did.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
+use table_harness::{all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str, unique: bool) -> Table {
     let uq = if unique { "unique" } else { "" };
@@ -88,7 +88,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
 
 fn run(mode: &str, unique: bool) {
     let ctx = format!("{mode}{}", if unique { " with a unique index" } else { "" });
-    let dir = table_common::tempdir();
+    let dir = table_harness::tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
     let t = create(&db, mode, unique);
     let mut model = BTreeMap::new();

@@ -4,7 +4,7 @@
 //! snapshot: the latest row may have moved away from the key, come back to it with
 //! other contents, or be gone.
 
-mod table_common;
+mod table_harness;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -16,7 +16,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Snapshot};
-use table_common::{check_ok, collect, deepest_level, rows_eq, s, small_options, sort_like_index, u};
+use table_harness::{check_ok, collect, deepest_level, rows_eq, s, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 3] = [(PRIMARY, &[0]), ("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -123,7 +123,7 @@ fn churn(t: &Table, g: &mut StdRng, m: &mut Model, n: usize, v: &mut u64) {
 #[test]
 fn selects_at_snapshots_survive_later_writes_and_compactions() {
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let mut g = StdRng::seed_from_u64(99);
@@ -179,7 +179,7 @@ fn validation_reads_the_row_as_of_the_snapshot() {
     for mode in ["deferred", "eager"] {
         for compact in [false, true] {
             let ctx = format!("{mode}, compacted: {compact}");
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, mode);
             for id in 0..4 {
@@ -224,7 +224,7 @@ fn concurrent_readers_always_see_whole_transactions() {
     const ROWS: u64 = 150; // per writer
     const TOKENS: u64 = 5; // per writer
     for mode in ["deferred", "eager"] {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
         let mut tx = t.transaction();
@@ -238,7 +238,7 @@ fn concurrent_readers_always_see_whole_transactions() {
         let moves = AtomicU64::new(0);
         let reads = AtomicU64::new(0);
         std::thread::scope(|sc| {
-            let _stop_writers = table_common::StopOnDrop(&stop);
+            let _stop_writers = table_harness::StopOnDrop(&stop);
             for w in 0..WRITERS {
                 let (t, stop, moves) = (&t, &stop, &moves);
                 sc.spawn(move || {

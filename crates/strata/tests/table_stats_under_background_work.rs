@@ -2,7 +2,7 @@
 //! keep flushes and compactions busy must never block for good. A watchdog turns a
 //! deadlock into a failure instead of a hung test run.
 
-mod table_common;
+mod table_harness;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -13,13 +13,13 @@ use rand::{Rng, SeedableRng};
 use strata::Db;
 use strata::table::schema::Schema;
 use strata::table::value::Value;
-use table_common::{small_options, u};
+use table_harness::{small_options, u};
 
 #[test]
 fn stats_and_snapshots_never_deadlock_with_background_work() {
     let (tx, rx) = mpsc::channel();
     let worker = std::thread::spawn(move || {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = db
             .create_table(
@@ -30,7 +30,7 @@ fn stats_and_snapshots_never_deadlock_with_background_work() {
         let stop = AtomicBool::new(false);
         let mut calls = 0u64;
         std::thread::scope(|sc| {
-            let _stop_writers = table_common::StopOnDrop(&stop);
+            let _stop_writers = table_harness::StopOnDrop(&stop);
             sc.spawn(|| {
                 let mut g = StdRng::seed_from_u64(7);
                 while !stop.load(Ordering::Relaxed) {

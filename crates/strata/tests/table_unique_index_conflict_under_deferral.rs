@@ -3,7 +3,7 @@
 //! a live holder of the key always does; concurrent writers of one unique key: exactly
 //! one wins.
 
-mod table_common;
+mod table_harness;
 
 use std::sync::Barrier;
 
@@ -11,7 +11,7 @@ use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_common::{check_ok, collect, s, small_options, u};
+use table_harness::{check_ok, collect, s, small_options, u};
 
 const MODES: [&str; 2] = ["deferred", "eager"];
 
@@ -65,7 +65,7 @@ fn between(db: &Db, b: Between) {
 fn blind_overwrite_frees_the_old_unique_key() {
     for mode in MODES {
         for b in [Between::Nothing, Between::Flush, Between::Compact] {
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, "t", mode);
             let ctx = format!("{mode}, {b:?} between steps");
@@ -130,7 +130,7 @@ fn blind_overwrite_frees_the_old_unique_key() {
 #[test]
 fn transactions_see_their_own_unique_keys() {
     for mode in MODES {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, "t", mode);
         let mut tx = t.transaction();
@@ -175,7 +175,7 @@ fn transactions_see_their_own_unique_keys() {
 #[test]
 fn null_unique_keys_never_conflict() {
     for mode in MODES {
-        let dir = table_common::tempdir();
+        let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, "t", mode);
         for id in 0..20 {
@@ -202,7 +202,7 @@ fn concurrent_writers_of_one_unique_key_exactly_one_wins() {
     const ROUNDS: u64 = 40;
     for mode in MODES {
         for use_insert in [true, false] {
-            let dir = table_common::tempdir();
+            let dir = table_harness::tempdir();
             let db = Db::open(dir.path(), small_options()).expect("open");
             let t = create(&db, "t", mode);
             let barrier = Barrier::new(THREADS as usize);

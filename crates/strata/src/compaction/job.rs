@@ -98,7 +98,7 @@ pub fn run_compaction(
     let mut tables = Vec::new();
     for (i, input) in task.inputs.iter().enumerate() {
         for f in &input.files {
-            let t = ctx.table_cache.get(f.number())?;
+            let t = ctx.sst_cache.get(f.number())?;
             range_dels.extend(t.range_tombstones().iter().cloned());
             result.bytes_read += f.meta.size;
             if let Some(tt) = f.meta.oldest_tombstone_time {
@@ -108,7 +108,7 @@ pub fn run_compaction(
             tables.push(t);
         }
         // Inputs are about to be deleted: caching their blocks would evict hot ones.
-        let run = RunIter::with_fill(input.files.clone(), ctx.table_cache.clone(), Fill::Bypass);
+        let run = RunIter::with_fill(input.files.clone(), ctx.sst_cache.clone(), Fill::Bypass);
         children.push(match &skip {
             Some(s) if i == oldest => Box::new(run.skipping(s.clone())),
             _ => Box::new(run),
@@ -124,7 +124,7 @@ pub fn run_compaction(
         output_run,
         rules.surviving_range_dels(),
     );
-    if let Some(cache) = ctx.table_cache.block_cache() {
+    if let Some(cache) = ctx.sst_cache.block_cache() {
         out.warm_cache(HotRanges::of_inputs(tables.iter().map(|t| &**t), cache)?);
     }
     drop(tables);
@@ -141,7 +141,7 @@ pub fn run_compaction(
         let p = parse_internal_key(ikey).ok_or_else(|| {
             let f = task.files().next().map(|f| f.number()).unwrap_or(0);
             Error::corruption(
-                ctx.dir.join(crate::sstable::table_file_name(f)),
+                ctx.dir.join(crate::sstable::sst_file_name(f)),
                 0,
                 "undecodable internal key during compaction",
             )

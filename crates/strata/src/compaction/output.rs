@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::warm::{CacheWarmer, HotRanges};
-use crate::cache::SstCache;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::key::user_key;
 use crate::options::Clock;
 use crate::range_tombstone::RangeTombstone;
-use crate::sstable::{SstOptions, SstWriter, table_file_name};
+use crate::sstable::cache::SstCache;
+use crate::sstable::{SstOptions, SstWriter, sst_file_name};
 use crate::version::{FileMeta, NewFile};
 
 /// Everything a background job needs to write files.
@@ -23,9 +23,9 @@ pub struct JobContext {
     /// Database directory.
     pub dir: PathBuf,
     /// Open-table cache.
-    pub table_cache: Arc<SstCache>,
+    pub sst_cache: Arc<SstCache>,
     /// Format options for new tables.
-    pub table_opts: SstOptions,
+    pub sst_opts: SstOptions,
     /// Shared file-number counter.
     pub file_numbers: Arc<AtomicU64>,
     /// Split outputs at about this size.
@@ -42,7 +42,7 @@ impl JobContext {
     /// declares a delete key.
     pub fn for_output(&self, ks: u32, level: usize) -> JobContext {
         let mut c = self.clone();
-        c.table_opts.tiles = self.deletes.get(&ks).map(|d| d.tile_options(level));
+        c.sst_opts.tiles = self.deletes.get(&ks).map(|d| d.tile_options(level));
         c
     }
 }
@@ -114,13 +114,13 @@ impl OutputWriter {
 
     fn open(&mut self) -> Result<()> {
         let number = self.ctx.file_numbers.fetch_add(1, Ordering::SeqCst);
-        let path = self.ctx.dir.join(table_file_name(number));
+        let path = self.ctx.dir.join(sst_file_name(number));
         let file = self.ctx.fs.create(&path)?;
         self.created.push(path.clone());
-        let mut opts = self.ctx.table_opts.clone();
+        let mut opts = self.ctx.sst_opts.clone();
         opts.created_at = self.ctx.clock.now_micros();
         let mut builder = SstWriter::new(file, path, opts);
-        if let (Some(hot), Some(cache)) = (&self.hot, self.ctx.table_cache.block_cache()) {
+        if let (Some(hot), Some(cache)) = (&self.hot, self.ctx.sst_cache.block_cache()) {
             builder.observe_data_blocks(Box::new(CacheWarmer::new(Arc::clone(cache), number, Arc::clone(hot))));
         }
         self.cur = Some(Current { number, builder });

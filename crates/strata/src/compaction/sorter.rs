@@ -67,7 +67,7 @@ impl ExternalSorter {
         let number = self.ctx.file_numbers.fetch_add(1, Ordering::SeqCst);
         let path = self.ctx.dir.join(format!("{number:06}.sort.tmp"));
         let file = self.ctx.fs.create(&path)?;
-        let mut opts = self.ctx.table_opts.clone();
+        let mut opts = self.ctx.sst_opts.clone();
         opts.bloom_fpr = 0.0;
         let mut b = SstWriter::new(file, path.clone(), opts);
         for i in 0..self.buf.len() {
@@ -199,20 +199,20 @@ impl InternalIterator for SortedStreamIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::SstCache;
     use crate::fs::{FileSystem, RealFs};
     use crate::key::{ValueKind, compare_internal, internal_key};
     use crate::options::SystemClock;
     use crate::sstable::SstOptions;
+    use crate::sstable::cache::SstCache;
     use std::sync::atomic::AtomicU64;
 
     fn ctx(dir: &std::path::Path) -> JobContext {
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
         JobContext {
-            table_cache: Arc::new(SstCache::new(fs.clone(), dir.to_path_buf(), 16, None)),
+            sst_cache: Arc::new(SstCache::new(fs.clone(), dir.to_path_buf(), 16, None)),
             fs,
             dir: dir.to_path_buf(),
-            table_opts: SstOptions::default(),
+            sst_opts: SstOptions::default(),
             file_numbers: Arc::new(AtomicU64::new(1)),
             target_file_size: 1 << 20,
             clock: Arc::new(SystemClock),

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::key::user_key;
+use crate::sstable::cache::BlockCache;
 use crate::sstable::{Block, DataBlockObserver, SstReader};
 
 /// Disjoint, sorted, inclusive user-key ranges whose blocks were cached.

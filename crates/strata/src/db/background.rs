@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use super::stats::Counters;
 use super::{DbInner, SuperVersion};
+use crate::compaction::obligations::{Emitted, emitted, write_runs};
 use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::tiles::DeleteJob;
 use crate::compaction::{
-    CompactionTask, Decision, DeferredDeleteCollector, DeferredRegistry, DropRules, DropSink, JobContext, NoSink,
-    OutputWriter, run_compaction,
+    CompactionTask, Decision, DropRules, DropSink, JobContext, NoSink, Obligations, OutputWriter, run_compaction,
 };
 use crate::error::{Error, Result};
 use crate::iter::merge::MergingIter;
@@ -30,40 +30,39 @@ use crate::version::{Version, VersionEdit};
 pub(crate) struct FlushResult {
     pub edit: VersionEdit,
     pub bytes: u64,
-    /// Deferred deletes emitted, per secondary keyspace.
-    pub deferred: BTreeMap<u32, u64>,
+    /// Deletes emitted for the versions it dropped, per receiving keyspace.
+    pub emitted: BTreeMap<u32, u64>,
 }
 
 /// Writes `mem` as one level-0 run (`run` id) per keyspace present in `version`.
 ///
-/// Primary keyspaces of deferred tables go first: the row versions they drop become
-/// deferred deletes, which are merged into the same flush of the secondary keyspaces
-/// (where they annihilate puts that died in this very memtable).
+/// Keyspaces that owe deletes go first: the versions they drop become deletes, which
+/// are merged into the same flush of the keyspaces receiving them (where they
+/// annihilate puts that died in this very memtable; `compaction::obligations`).
 pub(crate) fn flush_memtable(
     ctx: &JobContext,
     mem: &Arc<MemTable>,
     version: &Version,
     snapshots: &[SeqNo],
     run: u64,
-    registry: &DeferredRegistry,
+    obligations: &dyn Obligations,
     sort_memory: usize,
 ) -> Result<FlushResult> {
     let mut result = FlushResult {
         edit: VersionEdit::default(),
         bytes: 0,
-        deferred: BTreeMap::new(),
+        emitted: BTreeMap::new(),
     };
     let mut order = mem.keyspaces();
     order.retain(|k| version.keyspace(*k).is_some());
-    order.sort_by_key(|k| !registry.primaries.contains_key(k));
-    let mut pending: BTreeMap<u32, Vec<SortedStream>> = BTreeMap::new();
+    order.sort_by_key(|k| !obligations.owes(*k));
+    let mut owed = Emitted::default();
     let mut rest = Vec::new();
     for ks in order {
-        let Some(indexer) = registry.primaries.get(&ks) else {
+        let Some(mut sink) = obligations.collector(ks, ctx, sort_memory, false) else {
             rest.push(ks);
             continue;
         };
-        let mut sink = DeferredDeleteCollector::new(indexer.clone(), ctx.clone(), sort_memory);
         flush_keyspace(
             ctx,
             mem,
@@ -72,32 +71,26 @@ pub(crate) fn flush_memtable(
             run,
             false,
             true,
-            &mut sink,
+            sink.as_mut(),
             Vec::new(),
             &mut result,
         )?;
-        for (sec, (n, stream)) in sink.finish()? {
-            if version.keyspace(sec).is_some() {
-                pending.entry(sec).or_default().push(stream);
-                *result.deferred.entry(sec).or_default() += n;
-            }
-        }
+        emitted(sink, version, &mut owed)?;
     }
-    for ks in pending.keys() {
+    for ks in owed.streams.keys() {
         if !rest.contains(ks) {
             rest.push(*ks);
         }
     }
     for ks in rest {
-        let extra = pending.remove(&ks).unwrap_or_default();
-        let keep = registry.secondaries.contains(&ks);
+        let extra = owed.streams.remove(&ks).unwrap_or_default();
         flush_keyspace(
             ctx,
             mem,
             ks,
             snapshots,
             run,
-            keep,
+            obligations.receives(ks),
             false,
             &mut NoSink,
             extra,
@@ -114,6 +107,7 @@ pub(crate) fn flush_memtable(
                 .push((crate::delete_key::record_name(ks, r.seq), Some(r.encode())));
         }
     }
+    result.emitted = owed.counts;
     result.edit.last_seq = Some(mem.max_seq());
     Ok(result)
 }
@@ -254,7 +248,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     };
     let run = inner.versions.lock().new_file_number();
     let snapshots = inner.snapshot_list();
-    let registry = inner.registry();
+    let obligations = inner.obligations();
     let ctx = inner.job_ctx_for(&sv)?;
     let mut res = flush_memtable(
         &ctx,
@@ -262,7 +256,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         &sv.version,
         &snapshots,
         run,
-        &registry,
+        obligations.as_ref(),
         inner.opts.deferred_sort_memory,
     )?;
     res.edit.log_number = Some(next_wal);
@@ -273,7 +267,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         .push((super::stats::STATS_META.to_string(), Some(inner.counters.encode())));
     open_outputs(inner, &res.edit)?;
     inner.install_edit(res.edit, Some(&mem))?;
-    inner.count_deferred(&res.deferred);
+    inner.ext.emitted(&res.emitted);
     // Logs older than the oldest needed one hold only flushed data.
     let fs = &inner.opts.fs;
     if let Ok(names) = fs.list(&inner.dir) {
@@ -295,54 +289,45 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
 /// manifest names it.
 fn open_outputs(inner: &DbInner, edit: &crate::version::VersionEdit) -> Result<()> {
     for f in &edit.new_files {
-        inner.table_cache.get(f.meta.number)?;
+        inner.sst_cache.get(f.meta.number)?;
     }
     Ok(())
 }
 
-/// Runs a picked task and installs its result (with the deferred deletes it emitted).
+/// Runs a picked task and installs its result (with the deletes it emitted).
 fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let output_run = match task.output_run {
         Some(r) => r,
         None => inner.versions.lock().new_file_number(),
     };
     let snapshots = inner.snapshot_list();
-    let registry = inner.registry();
-    let keep = registry.secondaries.contains(&task.keyspace);
+    let obligations = inner.obligations();
+    let keep = obligations.receives(task.keyspace);
     let ctx = inner.job_ctx_for(&inner.current())?;
-    let (mut result, deferred) = match registry.primaries.get(&task.keyspace) {
-        Some(indexer) if !task.trivial_move => {
-            let mut sink =
-                DeferredDeleteCollector::new(indexer.clone(), inner.job_ctx.clone(), inner.opts.deferred_sort_memory)
-                    .sparing(task.keyspace, inner.purged.clone());
-            let mut result = run_compaction(&ctx, task, output_run, snapshots, keep, true, &mut sink)?;
+    let sink = match task.trivial_move {
+        true => None,
+        false => obligations.collector(task.keyspace, &inner.job_ctx, inner.opts.deferred_sort_memory, true),
+    };
+    let (mut result, counts) = match sink {
+        Some(mut sink) => {
+            let mut result = run_compaction(&ctx, task, output_run, snapshots, keep, true, sink.as_mut())?;
             if sink.spared() > 0 {
-                // The purge's deletes that stand in for the ones not emitted must be
-                // durable before the versions they name disappear from the manifest.
+                // The deletes that stand in for the ones not emitted must be durable
+                // before the versions they name disappear from the manifest.
                 inner.sync_wal()?;
             }
-            // Deferred deletes inherit the age of the obligations they discharge.
+            let mut owed = Emitted::default();
+            emitted(sink, &inner.current().version, &mut owed)?;
+            let counts = std::mem::take(&mut owed.counts);
             let born = result
                 .oldest_input_time
                 .unwrap_or_else(|| inner.opts.clock.now_micros());
-            let mut counts = BTreeMap::new();
-            for (sec, (n, stream)) in sink.finish()? {
-                // A run of its own, newer than every run holding the puts it names.
-                let run = inner.versions.lock().new_file_number();
-                let mut out = OutputWriter::new(inner.job_ctx.clone(), sec, 0, run, Vec::new());
-                out.note_tombstone_time(born);
-                let mut stream = stream;
-                while let Some((k, v)) = stream.next_entry()? {
-                    out.add(k, v)?;
-                }
-                let (files, written) = out.finish()?;
-                result.bytes_written += written;
-                result.edit.new_files.extend(files);
-                counts.insert(sec, n);
-            }
+            let (files, written) = write_runs(&inner.job_ctx, owed, born, || inner.versions.lock().new_file_number())?;
+            result.bytes_written += written;
+            result.edit.new_files.extend(files);
             (result, counts)
         }
-        _ => (
+        None => (
             run_compaction(&ctx, task, output_run, snapshots, keep, false, &mut NoSink)?,
             BTreeMap::new(),
         ),
@@ -365,7 +350,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     // On failure the outputs stay: a failed manifest append may still have reached
     // the disk, and unreferenced files are swept at the next open.
     inner.install_edit(std::mem::take(&mut result.edit), None)?;
-    inner.count_deferred(&deferred);
+    inner.ext.emitted(&counts);
     Ok(())
 }
 
@@ -375,13 +360,13 @@ impl DbInner {
         crate::compaction::picker::DeleteClock {
             now: self.opts.clock.now_micros(),
             oldest_snapshot: self.snapshots.lock().keys().next().copied(),
-            obligations: self.registry(),
-            urgent: crate::table::runtime::urgent_keyspaces(&self.catalog.read()),
+            obligations: self.obligations(),
+            urgent: self.ext.urgent_keyspaces(),
         }
     }
 
-    /// Whether the memtable should be flushed for a deferred table whose selects meet
-    /// many dirty entries: blind writes that made them dirty are likely still in it, and
+    /// Whether the memtable should be flushed for a keyspace the layer above judges
+    /// urgent (a deferred table whose selects meet many dirty entries): blind writes that made them dirty are likely still in it, and
     /// no compaction can emit their deferred deletes before they are flushed. A memtable
     /// under a sixteenth of its budget is left alone, so a light write load under
     /// dirty reads does not turn into a stream of tiny flushes.
@@ -391,7 +376,7 @@ impl DbInner {
     pub fn memtable_feeds_dirty_reads(&self, sv: &SuperVersion) -> bool {
         sv.mem.approximate_bytes() >= self.opts.memtable_budget / 16
             && self.bg.lock().manual == 0
-            && crate::table::runtime::any_urgent(&self.catalog.read())
+            && self.ext.any_urgent()
     }
 
     /// Compacts everything of keyspace `ks` overlapping `[lo, hi]` into its last level.
@@ -400,12 +385,7 @@ impl DbInner {
         let mut bg = self.bg.lock();
         bg.manual += 1;
         let r = (|| loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             let sv = self.current();
             let Some(tree) = sv.version.keyspace(ks) else {
                 return Err(Error::NotFound(format!("keyspace id {ks}")));
@@ -442,15 +422,10 @@ impl DbInner {
     pub fn wait_idle(&self) -> Result<()> {
         let mut bg = self.bg.lock();
         loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             let sv = self.current();
             let idle = sv.imm.is_empty()
-                && self.purge.is_drained()
+                && self.ext.settled()
                 && !self.memtable_expired(&sv)
                 && !bg.flushing
                 && bg.busy.is_empty()
@@ -625,7 +600,7 @@ impl DbInner {
             );
             let mut edit = VersionEdit::default();
             for f in &files {
-                let t = self.table_cache.get(f.number())?;
+                let t = self.sst_cache.get(f.number())?;
                 let Some(tiles) = t.tiles() else {
                     continue;
                 };

@@ -7,10 +7,11 @@
 //! level's runs newest first, merged by seqno; a read at a snapshot sees exactly the
 //! entries with seqno <= the snapshot.
 //!
-//! What a reader sees is one [`SuperVersion`]: the active memtable, the frozen ones and
+//! What a reader sees is one `SuperVersion`: the active memtable, the frozen ones and
 //! the SSTable version, swapped together so no entry is ever missed or seen half-moved.
 
 mod background;
+mod extension;
 mod files;
 mod keyspace;
 mod open;
@@ -29,17 +30,18 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, SstCache};
-use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
+use crate::compaction::{CompactionPicker, JobContext, Obligations};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::sstable::cache::{BlockCache, SstCache};
 use crate::version::Version;
 use crate::version::set::VersionSet;
 use crate::wal;
 
 pub(crate) use background::ManualHold;
+pub(crate) use extension::Extension;
 pub use files::LiveFile;
 pub use keyspace::Keyspace;
 pub use read::{KeyRange, Scan};
@@ -74,6 +76,20 @@ pub(crate) struct BgState {
     pub shutdown: bool,
 }
 
+impl BgState {
+    /// Whether waiting for the background still makes sense: not after a failure, and
+    /// not once the database is closing.
+    pub fn check(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(Error::Background(e.clone()));
+        }
+        if self.shutdown {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+}
+
 pub(crate) struct WalState {
     pub writer: wal::Writer,
 }
@@ -85,7 +101,7 @@ pub(crate) struct DbInner {
     /// them), older unlisted ones are orphans `check` reports.
     pub first_own_file: u64,
     pub opts: Options,
-    pub table_cache: Arc<SstCache>,
+    pub sst_cache: Arc<SstCache>,
     /// Removed SSTables whose last holder let go, for the workers to unlink.
     pub retired: Arc<crate::version::ObsoleteFiles>,
     pub block_cache: Option<Arc<BlockCache>>,
@@ -104,19 +120,11 @@ pub(crate) struct DbInner {
     pub picker: Mutex<CompactionPicker>,
     pub counters: stats::Counters,
     pub job_ctx: JobContext,
-    /// Tables and the deferred-maintenance registry, built from the catalog.
-    pub catalog: RwLock<Arc<crate::table::runtime::Catalog>>,
-    /// Per-table counters and locks, by table name.
-    pub table_states: Mutex<std::collections::HashMap<String, Arc<crate::table::runtime::TableState>>>,
-    /// Table statements hold it shared; catalog changes of tables hold it exclusively.
-    pub ddl: RwLock<()>,
-    /// Deferred deletes emitted per secondary keyspace since open.
-    pub deferred_emitted: Mutex<BTreeMap<u32, u64>>,
-    /// Versions the purge thread cleaned, which compactions then drop without emitting.
-    pub purged: Arc<crate::compaction::PurgedVersions>,
+    /// The layer above the engine, if any (the table layer).
+    pub ext: Arc<dyn Extension>,
+    /// Which keyspaces owe deletes for the versions they drop, as `ext` last said.
+    pub obligations: RwLock<Arc<dyn Obligations>>,
     pub closed: AtomicBool,
-    /// Blind writes' old versions for the purge thread (`table::purge`).
-    pub purge: crate::table::purge::PurgeQueue,
     /// The directory lock; released at close even while handles live on.
     pub lock: Mutex<Option<std::fs::File>>,
 }
@@ -147,10 +155,10 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
-    /// Opens (or creates, with `create_if_missing`) the database in directory `path`,
-    /// recovering from the manifest and replaying the WAL.
-    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = Arc::new(open::open_inner(path.as_ref(), opts)?);
+    /// Opens the engine with `ext` plugged in. `Db::open`, which plugs in the table
+    /// layer, is defined by that layer.
+    pub(crate) fn open_with(path: &Path, opts: Options, ext: Arc<dyn Extension>) -> Result<Db> {
+        let inner = Arc::new(open::open_inner(path, opts, ext)?);
         let mut threads = Vec::new();
         // A read-only database runs no flushes, compactions or purges: they write.
         let workers = if inner.opts.read_only {
@@ -167,12 +175,18 @@ impl Db {
             threads.push(h);
         }
         if !inner.opts.read_only {
-            let inner2 = inner.clone();
-            let h = std::thread::Builder::new()
-                .name("strata-purge".into())
-                .spawn(move || crate::table::purge::run(&inner2))
-                .map_err(|e| Error::io(&inner.dir, e))?;
-            threads.push(h);
+            match inner.ext.start(&inner) {
+                Ok(hs) => threads.extend(hs),
+                Err(e) => {
+                    let mut db = Db {
+                        default: Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into()),
+                        inner,
+                        threads,
+                    };
+                    let _ = db.shutdown();
+                    return Err(e);
+                }
+            }
         }
         let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
         inner.bg_cv.notify_all();
@@ -282,13 +296,12 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
-    /// Compacts every keyspace fully (all levels into the last), after a flush. Purges
-    /// already handed to the purge thread land first, so the compaction includes them.
+    /// Compacts every keyspace fully (all levels into the last), after a flush. Work the
+    /// layer above queued (a table's background purges) lands first, so the compaction
+    /// includes it.
     pub fn compact_range(&self) -> Result<()> {
         self.inner.check_writable()?;
-        self.inner
-            .purge
-            .wait_drained(&self.inner.closed, 2 * crate::table::purge::RETRY_FOR);
+        self.inner.ext.settle(&self.inner);
         self.inner.flush_and_wait()?;
         let ids: Vec<u32> = self.inner.current().version.keyspaces.keys().copied().collect();
         for id in ids {
@@ -341,7 +354,7 @@ impl Db {
         }
         self.inner.bg_cv.notify_all();
         self.inner.queue_cv.notify_all();
-        self.inner.purge.wake();
+        self.inner.ext.stop();
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
@@ -444,21 +457,20 @@ impl DbInner {
             let _ = self
                 .opts
                 .fs
-                .remove(&self.dir.join(crate::sstable::table_file_name(f.meta.number)));
+                .remove(&self.dir.join(crate::sstable::sst_file_name(f.meta.number)));
         }
         Ok(())
     }
 
-    /// The current deferred-maintenance registry.
-    pub fn registry(&self) -> Arc<DeferredRegistry> {
-        self.catalog.read().registry.clone()
+    /// Which keyspaces owe deletes for the versions they drop.
+    pub fn obligations(&self) -> Arc<dyn Obligations> {
+        self.obligations.read().clone()
     }
 
-    /// Rebuilds tables and registry from the catalog of the current version.
-    pub fn refresh_registry(&self) -> Result<()> {
+    /// Lets the layer above read the catalog of the current version again.
+    pub fn catalog_changed(&self) -> Result<()> {
         let v = self.current().version.clone();
-        let c = crate::table::runtime::Catalog::build(&v, &self.table_states)?;
-        *self.catalog.write() = Arc::new(c);
+        *self.obligations.write() = self.ext.catalog_changed(&v)?;
         Ok(())
     }
 
@@ -471,16 +483,6 @@ impl DbInner {
         match wal.as_mut() {
             Some(w) => w.writer.flush().and_then(|_| w.writer.sync()),
             None => Err(Error::Closed),
-        }
-    }
-
-    pub fn count_deferred(&self, counts: &BTreeMap<u32, u64>) {
-        if counts.is_empty() {
-            return;
-        }
-        let mut m = self.deferred_emitted.lock();
-        for (k, n) in counts {
-            *m.entry(*k).or_default() += n;
         }
     }
 
@@ -524,7 +526,7 @@ impl DbInner {
 
     /// Creates and drops keyspaces and changes catalog entries in one durable edit;
     /// returns the ids of the created keyspaces. Dropping waits until no background job
-    /// holds the keyspaces' files. The deferred-maintenance registry is rebuilt after.
+    /// holds the keyspaces' files. The layer above reads the new catalog after.
     pub fn catalog_edit(
         &self,
         create: &[&str],
@@ -593,15 +595,12 @@ impl DbInner {
         self.install_version(v, None);
         drop(vs);
         drop(bg);
-        self.refresh_registry()?;
+        self.catalog_changed()?;
         Ok(ids)
     }
 
     pub fn background_error(&self) -> Result<()> {
-        match &self.bg.lock().error {
-            Some(e) => Err(Error::Background(e.clone())),
-            None => Ok(()),
-        }
+        self.bg.lock().check()
     }
 
     /// Live snapshot seqnos, ascending.
@@ -640,7 +639,7 @@ impl DbInner {
             block_cache_hits: self.block_cache.as_ref().map_or(0, |b| b.hits()),
             block_cache_misses: self.block_cache.as_ref().map_or(0, |b| b.misses()),
             block_cache_warmed: self.block_cache.as_ref().map_or(0, |b| b.warmed()),
-            open_tables: self.table_cache.len(),
+            open_sst_files: self.sst_cache.len(),
             flush_running,
             compactions_running,
             last_seq: self.visible_seq.load(Ordering::Acquire),

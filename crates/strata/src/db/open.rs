@@ -22,14 +22,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::flush_memtable;
-use super::{BgState, DEFAULT_KEYSPACE, DbInner, SuperVersion, WalState};
+use super::{BgState, DEFAULT_KEYSPACE, DbInner, Extension, SuperVersion, WalState};
 use crate::RecoveryMode;
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, SstCache};
-use crate::compaction::{CompactionPicker, DeferredRegistry, JobContext};
+use crate::compaction::{CompactionPicker, JobContext, Obligations};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::SstOptions;
+use crate::sstable::cache::{BlockCache, SstCache};
 use crate::version::manifest::ManifestRead;
 use crate::version::set::VersionSet;
 use crate::version::{FileContext, ObsoleteFiles, VersionEdit};
@@ -37,7 +37,7 @@ use crate::wal;
 
 const LOCK_FILE: &str = "LOCK";
 
-pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInner> {
+pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Extension>) -> Result<DbInner> {
     opts.validate()?;
     if opts.direct_reads {
         opts.fs = opts.fs.with_direct_reads().ok_or_else(|| {
@@ -109,7 +109,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     };
 
     let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let table_cache = Arc::new(SstCache::new(
+    let sst_cache = Arc::new(SstCache::new(
         fs.clone(),
         dir.clone(),
         opts.max_open_files,
@@ -124,7 +124,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         dir: dir.clone(),
         fs: fs.clone(),
         retired: retired.clone(),
-        table_cache: table_cache.clone(),
+        sst_cache: sst_cache.clone(),
     };
     let (mut vs, manifest) = match VersionSet::recover(ctx(), opts.recovery_mode, opts.read_only)? {
         Some((vs, read)) => (vs, Some(read)),
@@ -139,7 +139,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         }
     };
 
-    let table_opts = SstOptions {
+    let sst_opts = SstOptions {
         block_size: opts.block_size,
         bloom_fpr: opts.bloom_fpr,
         compression: opts.compression,
@@ -148,8 +148,8 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     let job_ctx = JobContext {
         fs: fs.clone(),
         dir: dir.clone(),
-        table_cache: table_cache.clone(),
-        table_opts,
+        sst_cache: sst_cache.clone(),
+        sst_opts,
         file_numbers: vs.next_file_number.clone(),
         target_file_size: opts.target_file_size,
         clock: opts.clock.clone(),
@@ -159,9 +159,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
     if let Some(m) = &manifest {
         verify_state(&vs, m, fs.as_ref(), &dir)?;
     }
-    let table_states = Mutex::new(std::collections::HashMap::new());
-    let catalog = crate::table::runtime::Catalog::build(&vs.current(), &table_states)?;
-    let registry = catalog.registry.clone();
+    let obligations = ext.catalog_changed(&vs.current())?;
     let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
     if opts.read_only {
         // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
@@ -188,11 +186,11 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
             None,
             lock,
             dir,
-            table_cache,
+            sst_cache,
             retired,
             block_cache,
-            table_states,
-            catalog,
+            ext,
+            obligations,
             job_ctx,
             opts,
         );
@@ -205,7 +203,14 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         Ok(())
     })?;
     sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
-    let (last_seq, torn) = replay_wal(&mut vs, &job_ctx, &opts, &dir, &registry, manifest_at.as_ref())?;
+    let (last_seq, torn) = replay_wal(
+        &mut vs,
+        &job_ctx,
+        &opts,
+        &dir,
+        obligations.as_ref(),
+        manifest_at.as_ref(),
+    )?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
     let wal_number = vs.new_file_number();
@@ -236,11 +241,11 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options) -> Result<DbInne
         Some(writer),
         lock,
         dir,
-        table_cache,
+        sst_cache,
         retired,
         block_cache,
-        table_states,
-        catalog,
+        ext,
+        obligations,
         job_ctx,
         opts,
     )
@@ -254,11 +259,11 @@ fn finish(
     writer: Option<wal::Writer>,
     lock: Option<std::fs::File>,
     dir: PathBuf,
-    table_cache: Arc<SstCache>,
+    sst_cache: Arc<SstCache>,
     retired: Arc<ObsoleteFiles>,
     block_cache: Option<Arc<BlockCache>>,
-    table_states: Mutex<std::collections::HashMap<String, Arc<crate::table::runtime::TableState>>>,
-    catalog: crate::table::runtime::Catalog,
+    ext: Arc<dyn Extension>,
+    obligations: Arc<dyn Obligations>,
     job_ctx: JobContext,
     opts: crate::Options,
 ) -> Result<DbInner> {
@@ -272,7 +277,7 @@ fn finish(
     Ok(DbInner {
         dir,
         first_own_file,
-        table_cache,
+        sst_cache,
         retired,
         block_cache,
         versions: Mutex::new(vs),
@@ -300,13 +305,9 @@ fn finish(
         picker: Mutex::new(CompactionPicker::default()),
         counters,
         job_ctx,
-        catalog: RwLock::new(Arc::new(catalog)),
-        table_states,
-        ddl: RwLock::new(()),
-        deferred_emitted: Mutex::new(BTreeMap::new()),
-        purged: Default::default(),
+        ext,
+        obligations: RwLock::new(obligations),
         closed: AtomicBool::new(false),
-        purge: crate::table::purge::PurgeQueue::new(),
         lock: Mutex::new(lock),
         opts,
     })
@@ -366,7 +367,7 @@ fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSyste
     let version = vs.current();
     for (_, tree) in version.keyspaces.iter() {
         for f in tree.files() {
-            let name = crate::sstable::table_file_name(f.meta.number);
+            let name = crate::sstable::sst_file_name(f.meta.number);
             if !present.contains(&name) {
                 // Named as the damaged file: most often it was deleted or lost; the
                 // reason names the manifest in case that is older than the directory.
@@ -671,7 +672,7 @@ fn replay_wal(
     ctx: &JobContext,
     opts: &crate::Options,
     dir: &Path,
-    registry: &DeferredRegistry,
+    obligations: &dyn Obligations,
     manifest: Option<&(PathBuf, u64)>,
 ) -> Result<(u64, Vec<u64>)> {
     let scope = LogScope::of(vs);
@@ -683,10 +684,10 @@ fn replay_wal(
         super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
         mem.note_seq(end);
         last_seq = last_seq.max(end);
-        maybe_flush(vs, ctx, &mut mem, opts, registry)
+        maybe_flush(vs, ctx, &mut mem, opts, obligations)
     })?;
     if !mem.is_empty() {
-        flush_recovered(vs, ctx, &mem, opts, registry)?;
+        flush_recovered(vs, ctx, &mem, opts, obligations)?;
     }
     vs.last_seq = vs.last_seq.max(last_seq);
     Ok((last_seq, not_whole))
@@ -697,10 +698,10 @@ fn maybe_flush(
     ctx: &JobContext,
     mem: &mut Arc<MemTable>,
     opts: &crate::Options,
-    registry: &DeferredRegistry,
+    obligations: &dyn Obligations,
 ) -> Result<()> {
     if mem.approximate_bytes() >= opts.memtable_budget {
-        flush_recovered(vs, ctx, mem, opts, registry)?;
+        flush_recovered(vs, ctx, mem, opts, obligations)?;
         *mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
     }
     Ok(())
@@ -711,11 +712,11 @@ fn flush_recovered(
     ctx: &JobContext,
     mem: &Arc<MemTable>,
     opts: &crate::Options,
-    registry: &DeferredRegistry,
+    obligations: &dyn Obligations,
 ) -> Result<()> {
     let run = vs.new_file_number();
     let version = vs.current();
-    let res = flush_memtable(ctx, mem, &version, &[], run, registry, opts.deferred_sort_memory)?;
+    let res = flush_memtable(ctx, mem, &version, &[], run, obligations, opts.deferred_sort_memory)?;
     vs.log_and_apply(res.edit)?;
     Ok(())
 }

@@ -32,7 +32,7 @@ impl DbInner {
     pub fn get_versioned(&self, ks: u32, key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, Vec<u8>)>> {
         super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
-        get_in(&sv, &self.table_cache, ks, key, snapshot)
+        get_in(&sv, &self.sst_cache, ks, key, snapshot)
     }
 
     /// The latest visible value of `key`. The super version is taken before the seqno:
@@ -42,7 +42,7 @@ impl DbInner {
         super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
-        get_in(&sv, &self.table_cache, ks, key, snapshot)
+        get_in(&sv, &self.sst_cache, ks, key, snapshot)
     }
 
     /// The latest version of `key` when the memtables alone decide it, with no I/O:
@@ -147,7 +147,7 @@ fn consider(e: Option<(SeqNo, ValueKind, Vec<u8>)>, best: &mut Option<Found>) ->
 
 pub(crate) fn get_in(
     sv: &SuperVersion,
-    table_cache: &crate::cache::SstCache,
+    sst_cache: &crate::sstable::cache::SstCache,
     ks: u32,
     key: &[u8],
     snapshot: SeqNo,
@@ -167,7 +167,7 @@ pub(crate) fn get_in(
         'levels: for level in &tree.levels {
             for run in &level.runs {
                 for f in run.files_for(key) {
-                    let t = table_cache.get(f.number())?;
+                    let t = sst_cache.get(f.number())?;
                     note_rts(t.range_tombstones(), &mut m.rt_seq);
                     if f.meta.min_seq > snapshot {
                         continue;
@@ -340,7 +340,7 @@ impl DirIter {
 /// Items are `(key, value)` pairs; a read error ends the scan after being yielded.
 pub struct Scan {
     sv: Arc<SuperVersion>,
-    table_cache: Arc<crate::cache::SstCache>,
+    sst_cache: Arc<crate::sstable::cache::SstCache>,
     ks: u32,
     snapshot: SeqNo,
     lower: Bound<Vec<u8>>,
@@ -386,7 +386,7 @@ impl Scan {
         if let Some(tree) = sv.version.keyspace(ks) {
             for f in tree.files() {
                 if f.meta.range_tombstones > 0 && f.overlaps(lo, hi) {
-                    let t = inner.table_cache.get(f.number())?;
+                    let t = inner.sst_cache.get(f.number())?;
                     rts.extend(t.range_tombstones().iter().cloned());
                 }
             }
@@ -394,7 +394,7 @@ impl Scan {
         Ok(Scan {
             rdi: Arc::new(RangeDelIndex::new(rts, snapshot)),
             deletes: deletes_in(&sv, ks)?.map(Arc::new),
-            table_cache: inner.table_cache.clone(),
+            sst_cache: inner.sst_cache.clone(),
             sv,
             ks,
             snapshot,
@@ -420,7 +420,7 @@ impl Scan {
                 for run in &level.runs {
                     let files = run.overlapping(lo, hi);
                     if !files.is_empty() {
-                        children.push(Box::new(RunIter::new(files, self.table_cache.clone())));
+                        children.push(Box::new(RunIter::new(files, self.sst_cache.clone())));
                     }
                 }
             }

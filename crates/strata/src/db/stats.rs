@@ -177,7 +177,7 @@ pub struct Stats {
     /// cached in the compaction's inputs (see `compaction::warm`).
     pub block_cache_warmed: u64,
     /// SSTables held open by the table cache (bounded by `Options::max_open_files`).
-    pub open_tables: usize,
+    pub open_sst_files: usize,
     /// Whether a memtable flush is running now.
     pub flush_running: bool,
     /// Compactions running now.

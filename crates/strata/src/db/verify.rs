@@ -23,7 +23,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::sstable::{SstReader, table_file_name};
+use crate::sstable::{SstReader, sst_file_name};
 use crate::wal;
 
 /// What the file pass read.
@@ -63,7 +63,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
     for tree in version.keyspaces.values() {
         for f in tree.files() {
             live.insert(f.meta.number);
-            let path = dir.join(table_file_name(f.meta.number));
+            let path = dir.join(sst_file_name(f.meta.number));
             if !fs.exists(&path) {
                 problems.push(format!("{}: listed by the manifest but missing", path.display()));
                 continue;

@@ -403,12 +403,7 @@ impl DbInner {
         self.submit(Request::Freeze)?;
         let mut bg = self.bg.lock();
         loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             if self.current().imm.is_empty() {
                 return Ok(());
             }

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use super::InternalIterator;
-use crate::cache::SstCache;
 use crate::error::Result;
 use crate::key::user_key;
+use crate::sstable::cache::SstCache;
 use crate::sstable::tile::PageSkip;
 use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;

@@ -577,7 +577,13 @@ mod tests {
         internal_key(k, seq, ValueKind::Put)
     }
 
+    /// Counts divide by this under miri (`scripts/miri.sh`), which runs about a
+    /// thousand times slower: the interleavings and the unsafe paths stay the same.
+    const SCALE: u64 = if cfg!(miri) { 100 } else { 1 };
+
     #[test]
+    // Arithmetic of the layout; the other tests take the same unsafe paths under miri.
+    #[cfg_attr(miri, ignore)]
     fn an_entry_costs_its_bytes_plus_12_and_8_per_level() {
         // db_bench's entry: 16-byte key, 100-byte value. Memtable bytes per entry decide
         // how many entries a flush writes, so the node layout is part of write
@@ -598,7 +604,7 @@ mod tests {
         let l = SkipList::new();
         let mut model: BTreeMap<(u32, Vec<u8>, std::cmp::Reverse<u64>), Vec<u8>> = BTreeMap::new();
         let mut x = 7u64;
-        for i in 0..5000u64 {
+        for i in 0..5000 / SCALE {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let ks = (x >> 60) as u32 % 3;
             // Short keys, keys ending in zero bytes (equal padded prefixes) and long keys
@@ -685,7 +691,7 @@ mod tests {
             .map(|t| {
                 let l = l.clone();
                 std::thread::spawn(move || {
-                    for i in 0..20_000u64 {
+                    for i in 0..20_000 / SCALE {
                         let k = (i * 4 + t).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes();
                         assert!(put(&l, 1, &k, i, &k));
                     }
@@ -695,8 +701,8 @@ mod tests {
         for t in threads {
             assert!(t.join().is_ok());
         }
-        assert_eq!(l.len(), 80_000);
-        assert_eq!(walk_ascending(&l).len(), 80_000);
+        assert_eq!(l.len() as u64, 80_000 / SCALE);
+        assert_eq!(walk_ascending(&l).len() as u64, 80_000 / SCALE);
         let mut e = l.first();
         while let Some(x) = e {
             assert_eq!(&x.key()[..8], x.value());
@@ -714,7 +720,7 @@ mod tests {
             for t in 0..2u64 {
                 let (l, published) = (l.clone(), published.clone());
                 sc.spawn(move || {
-                    for i in 1..=30_000u64 {
+                    for i in 1..=30_000 / SCALE {
                         assert!(put(&l, t as u32, &key(t, i), i, b"v"));
                         published[t as usize].store(i, AtOrd::Release);
                     }
@@ -724,7 +730,7 @@ mod tests {
                 let (l, published) = (l.clone(), published.clone());
                 sc.spawn(move || {
                     let mut g = r + 1;
-                    for _ in 0..30_000 {
+                    for _ in 0..30_000 / SCALE {
                         g = g.wrapping_mul(6364136223846793005).wrapping_add(1);
                         let t = (g >> 63) as u32;
                         let upto = published[t as usize].load(AtOrd::Acquire);
@@ -746,9 +752,10 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         // Keys 0..2000 of keyspaces 0..3 are inserted first; writers then keep adding
         // newer versions of the same keys while readers walk each keyspace both ways.
+        let keys = 2000 / SCALE;
         let l = Arc::new(SkipList::new());
         for ks in 0..3u32 {
-            for k in 0..2000u64 {
+            for k in 0..keys {
                 assert!(put(&l, ks, &k.to_be_bytes(), 1, b"old"));
             }
         }
@@ -759,10 +766,10 @@ mod tests {
                 sc.spawn(move || {
                     let mut g = t + 7;
                     let mut seq = 2 + t;
-                    while !stop.load(AtOrd::Relaxed) && seq < 100_000 {
+                    while !stop.load(AtOrd::Relaxed) && seq < 100_000 / SCALE {
                         g = g.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         let ks = (g >> 62) as u32 % 3;
-                        let k = (g >> 20) % 2000;
+                        let k = (g >> 20) % keys;
                         put(&l, ks, &k.to_be_bytes(), seq, b"new");
                         seq += 2;
                     }
@@ -778,29 +785,29 @@ mod tests {
                         }
                     }
                     let _stop = StopOnDrop(stop);
-                    for round in 0..30 {
+                    for round in 0..(30 / SCALE.min(10)) as u32 {
                         let ks = round % 3;
                         let mut n = 0;
                         let mut e = l.seek_keyspace(ks);
                         while let Some(x) = e.filter(|x| x.ks() == ks) {
-                            n += usize::from(x.value() == b"old");
+                            n += u64::from(x.value() == b"old");
                             e = l.next_entry(x);
                         }
-                        assert_eq!(n, 2000, "forward, keyspace {ks}");
+                        assert_eq!(n, keys, "forward, keyspace {ks}");
                         let mut n = 0;
                         // Runs read while writers insert: a node inserted into a run
                         // after it was read is skipped, an old one never.
                         let mut run = Vec::new();
                         let mut e = l.seek_back_keyspace(ks + 1);
                         while let Some(x) = e.filter(|x| x.ks() == ks) {
-                            n += usize::from(x.value() == b"old");
+                            n += u64::from(x.value() == b"old");
                             if run.is_empty() {
                                 l.run_before(ks, x.key(), false, &mut run);
                             }
                             // SAFETY: positions from this list.
                             e = run.pop().map(|p| unsafe { l.at(p) });
                         }
-                        assert_eq!(n, 2000, "backward, keyspace {ks}");
+                        assert_eq!(n, keys, "backward, keyspace {ks}");
                     }
                 });
             }
@@ -811,14 +818,16 @@ mod tests {
     fn grouped_inserts_from_two_threads_report_exactly_the_new_entries() {
         // Thread t's i-th key: 3,000 keys shared by both threads, plus (odd i) keys of
         // thread 1's own; each key repeats within a thread's list too.
-        let key = |t: u64, i: u64| ((i % 3000).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes();
+        let shared = 3000 / SCALE;
+        let key =
+            move |t: u64, i: u64| ((i % shared).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t * (i & 1))).to_be_bytes();
         let l = Arc::new(SkipList::new());
         let reported: usize = std::thread::scope(|sc| {
             let hs: Vec<_> = (0..2u64)
                 .map(|t| {
                     let l = l.clone();
                     sc.spawn(move || {
-                        let mut keys: Vec<[u8; 8]> = (0..6000u64).map(|i| key(t, i)).collect();
+                        let mut keys: Vec<[u8; 8]> = (0..6000 / SCALE).map(|i| key(t, i)).collect();
                         if t == 1 {
                             keys.reverse();
                         }
@@ -846,7 +855,9 @@ mod tests {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap_or_default()).sum()
         });
-        let mut all: Vec<[u8; 8]> = (0..2u64).flat_map(|t| (0..6000u64).map(move |i| key(t, i))).collect();
+        let mut all: Vec<[u8; 8]> = (0..2u64)
+            .flat_map(|t| (0..6000 / SCALE).map(move |i| key(t, i)))
+            .collect();
         all.sort_unstable();
         all.dedup();
         // Every distinct key went in exactly once, and was reported exactly once.

@@ -46,6 +46,7 @@
 pub mod block;
 pub mod bloom;
 mod builder;
+pub mod cache;
 mod dump;
 pub mod format;
 pub mod index;
@@ -58,6 +59,7 @@ pub mod tile;
 
 pub use block::{Block, BlockIter};
 pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
+pub use cache::{BlockCache, SstCache};
 pub use dump::dump;
 pub use format::Compression;
 pub use index::FencePointer;
@@ -65,6 +67,6 @@ pub use properties::Properties;
 pub use reader::{Fill, LOOKUP_COUNTERS, LookupCounters, SstIter, SstReader};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
-pub fn table_file_name(number: u64) -> String {
+pub fn sst_file_name(number: u64) -> String {
     format!("{number:06}.sst")
 }

@@ -18,13 +18,13 @@ use super::index::{FenceIndex, FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
 use super::tile::{PageSkip, TileIndex};
-use crate::cache::BlockCache;
 use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, compare_internal, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
+use crate::sstable::cache::BlockCache;
 
 /// How a read uses the block cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

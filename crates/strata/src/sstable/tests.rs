@@ -10,12 +10,12 @@ use rand::{Rng, SeedableRng};
 
 use super::format::FOOTER_LEN;
 use super::*;
-use crate::cache::BlockCache;
 use crate::error::Error;
 use crate::fs::{FileSystem, RealFs};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, compare_internal, internal_key, last_key_of, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
+use crate::sstable::cache::BlockCache;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -76,7 +76,7 @@ fn tombstones() -> Vec<RangeTombstone> {
 }
 
 fn write(dir: &Path, number: u64, es: &Entries, ts: &[RangeTombstone], opts: SstOptions) -> (PathBuf, u64, Properties) {
-    let path = dir.join(table_file_name(number));
+    let path = dir.join(sst_file_name(number));
     let mut b = SstWriter::new(RealFs.create(&path).expect("create"), path.clone(), opts);
     for (k, v) in es {
         b.add(k, v).expect("add");
@@ -633,8 +633,8 @@ fn block_cache_serves_repeated_reads() {
     scan_fwd(&t).expect("scan again");
     assert_eq!(cache.misses(), misses);
     assert!(cache.hits() >= hits + t.properties().data_blocks);
-    assert_eq!(table_file_name(123), "000123.sst");
-    assert_eq!(table_file_name(12_345_678), "12345678.sst");
+    assert_eq!(sst_file_name(123), "000123.sst");
+    assert_eq!(sst_file_name(12_345_678), "12345678.sst");
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     let name = def.name.clone();
     super::refuse_reserved_index_name(&name)?;
     let keyspace = {
-        let _ddl = db.ddl.write();
+        let _ddl = table.tables()?.ddl.write();
         let rt = table.runtime()?;
         let layout = &rt.layout;
         if layout.indexes.iter().any(|i| i.name == name) {
@@ -111,7 +111,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         out.add(k, v)?;
     }
     let (files, _) = out.finish()?;
-    let _ddl = db.ddl.write();
+    let _ddl = table.tables()?.ddl.write();
     let rt = match table.runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -120,7 +120,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
                 let _ = db
                     .opts
                     .fs
-                    .remove(&db.dir.join(crate::sstable::table_file_name(f.meta.number)));
+                    .remove(&db.dir.join(crate::sstable::sst_file_name(f.meta.number)));
             }
             return Err(e);
         }
@@ -146,5 +146,5 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         ..Default::default()
     };
     db.install_edit(edit, None)?;
-    db.refresh_registry()
+    db.catalog_changed()
 }

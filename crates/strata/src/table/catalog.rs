@@ -3,17 +3,17 @@
 //! table or index) go into one manifest edit together with the keyspaces they create
 //! or drop, so a crash never leaves a table half-defined.
 //!
-//! From the catalog the database builds, at open and after every change, the
-//! [`DeferredRegistry`] that flushes and compactions consult: which primary keyspaces
+//! From the catalog the table layer builds, at open and after every change, the
+//! deferred `Registry` (`deferred::emit`) that flushes and compactions consult: which primary keyspaces
 //! emit deferred deletes and how to extract their rows' secondary keys.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use super::deferred::emit::{PurgedVersions, Registry};
 use super::layout::Layout;
 use super::schema::{IndexMaintenance, Schema};
 use crate::codec::{Decoder, put_bytes, put_varint};
-use crate::compaction::DeferredRegistry;
 use crate::error::{Error, Result};
 use crate::version::Version;
 
@@ -139,16 +139,12 @@ pub fn load_tables(version: &Version) -> Result<BTreeMap<String, TableDef>> {
     Ok(out)
 }
 
-/// The registry of deferred tables in `version`'s catalog.
-pub fn deferred_registry(version: &Version) -> Result<DeferredRegistry> {
-    registry_for(&load_tables(version)?)
-}
-
-/// The registry for already decoded tables.
-pub fn registry_for(tables: &BTreeMap<String, TableDef>) -> Result<DeferredRegistry> {
-    let mut r = DeferredRegistry {
+/// The deferred registry of decoded tables, sharing `purged`.
+pub(crate) fn registry_for(tables: &BTreeMap<String, TableDef>, purged: Arc<PurgedVersions>) -> Result<Registry> {
+    let mut r = Registry {
         primaries: Default::default(),
         secondaries: HashSet::new(),
+        purged,
     };
     for def in tables.values() {
         if !def.is_deferred() || def.indexes.is_empty() {

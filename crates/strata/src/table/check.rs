@@ -15,8 +15,9 @@
 
 use std::sync::Arc;
 
+use super::layer::Tables;
 use super::layout::Layout;
-use super::runtime::TableRuntime;
+use super::state::TableRuntime;
 use crate::db::{Db, Keyspace, ManualHold, Snapshot};
 use crate::error::Result;
 
@@ -107,7 +108,7 @@ pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
     if opts.compact_first {
         db.compact_range()?;
     }
-    let tables: Vec<TableRuntime> = inner.catalog.read().tables.values().cloned().collect();
+    let tables: Vec<TableRuntime> = Tables::of(&inner)?.catalog().tables.values().cloned().collect();
     let mut problems = Vec::new();
     let files = crate::db::verify_files(&inner, &mut problems)?;
     let mut report = CheckReport {

@@ -16,16 +16,35 @@ pub(crate) fn write_row(
     row: &[Value],
     old: Option<&[Value]>,
 ) {
+    put_row(layout, batch, pk, bytes, row, old, false);
+}
+
+/// Puts `row` into the primary and every secondary index at one seqno, deleting the
+/// entries of `old` whose key changes. An entry whose key did not change is written
+/// again only with `rewrite_unchanged` (deferred maintenance needs it: deferred
+/// invariant 1).
+pub(crate) fn put_row(
+    layout: &Layout,
+    batch: &mut WriteBatch,
+    pk: &[u8],
+    bytes: &[u8],
+    row: &[Value],
+    old: Option<&[Value]>,
+    rewrite_unchanged: bool,
+) {
     batch.put(&layout.primary, pk, bytes);
     for ix in &layout.indexes {
         let new_key = layout.secondary_key(ix, row, pk);
         if let Some(old) = old {
             let old_key = layout.secondary_key(ix, old, pk);
             if old_key == new_key {
-                continue;
+                if !rewrite_unchanged {
+                    continue;
+                }
+            } else {
+                batch.share_seq();
+                batch.delete(&ix.keyspace, &old_key);
             }
-            batch.share_seq();
-            batch.delete(&ix.keyspace, &old_key);
         }
         batch.share_seq();
         batch.put(&ix.keyspace, &new_key, &[]);

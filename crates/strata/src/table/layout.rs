@@ -4,10 +4,10 @@
 //! byte order is value order. A row version and all its index entries share one seqno.
 
 use super::catalog::TableDef;
+use super::deferred::emit::SecondaryKeys;
 use super::encoding::{decode_key, decode_row, encode_key, encode_row};
 use super::schema::{FieldType, IndexMaintenance, Schema};
 use super::value::Value;
-use crate::compaction::SecondaryKeys;
 use crate::error::{Error, Result};
 
 /// The fields of one key, by position in the row.

@@ -38,11 +38,12 @@ pub mod check;
 mod deferred;
 mod eager;
 pub mod encoding;
+pub(crate) mod layer;
 pub mod layout;
-pub(crate) mod purge;
-pub(crate) mod runtime;
+mod locks;
 pub mod schema;
 pub mod select;
+pub(crate) mod state;
 pub mod txn;
 pub mod value;
 
@@ -51,9 +52,10 @@ use std::sync::Arc;
 use crate::db::{Db, DbInner};
 use crate::error::{Error, Result};
 use catalog::{IndexEntry, TABLE_META_PREFIX, TableDef, index_keyspace_name, primary_keyspace_name};
-use runtime::{TableRuntime, get};
+use layer::Tables;
 use schema::{IndexDef, IndexMaintenance, Schema};
 pub use select::{Rows, Select};
+use state::{TableRuntime, get};
 pub use txn::{Outcome, Transaction};
 use value::Value;
 
@@ -194,7 +196,7 @@ impl Db {
             refuse_reserved_index_name(&ix.name)?;
         }
         let inner = self.inner();
-        let _ddl = inner.ddl.write();
+        let _ddl = Tables::of(inner)?.ddl.write();
         let name = schema.name.clone();
         let key = format!("{TABLE_META_PREFIX}{name}");
         if inner.current().version.meta.contains_key(&key) {
@@ -229,7 +231,7 @@ impl Db {
     /// Opens a table by name.
     pub fn table(&self, name: &str) -> Result<Table> {
         let inner = self.inner();
-        if !inner.catalog.read().tables.contains_key(name) {
+        if !Tables::of(inner)?.catalog.read().tables.contains_key(name) {
             return Err(Error::NotFound(format!("table {name:?}")));
         }
         Ok(Table {
@@ -240,14 +242,14 @@ impl Db {
 
     /// Names of all tables.
     pub fn list_tables(&self) -> Vec<String> {
-        self.inner().catalog.read().tables.keys().cloned().collect()
+        Tables::of(self.inner()).map_or_else(|_| Vec::new(), |t| t.catalog().tables.keys().cloned().collect())
     }
 
     /// Drops a table and its indexes; their files are deleted once unused, and pending
     /// deferred deletes for them are cancelled.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let inner = self.inner();
-        let _ddl = inner.ddl.write();
+        let _ddl = Tables::of(inner)?.ddl.write();
         let rt = runtime_of(inner, name)?;
         let mut drop = vec![rt.layout.primary];
         drop.extend(rt.layout.indexes.iter().map(|i| i.keyspace));
@@ -275,7 +277,7 @@ pub(crate) fn refuse_reserved_index_name(name: &str) -> Result<()> {
 }
 
 fn runtime_of(inner: &DbInner, name: &str) -> Result<TableRuntime> {
-    inner
+    Tables::of(inner)?
         .catalog
         .read()
         .tables
@@ -285,6 +287,11 @@ fn runtime_of(inner: &DbInner, name: &str) -> Result<TableRuntime> {
 }
 
 impl Table {
+    /// The table layer of the table's database.
+    pub(crate) fn tables(&self) -> Result<&Tables> {
+        Tables::of(&self.db)
+    }
+
     pub(crate) fn runtime(&self) -> Result<TableRuntime> {
         self.db.check_open()?;
         runtime_of(&self.db, &self.name)
@@ -363,7 +370,7 @@ impl Table {
 
     /// Drops a secondary index and its pending deferred deletes.
     pub fn drop_index(&self, name: &str) -> Result<()> {
-        let _ddl = self.db.ddl.write();
+        let _ddl = self.tables()?.ddl.write();
         let rt = self.runtime()?;
         let ix = rt.layout.index(name)?.clone();
         let mut schema = rt.layout.schema.clone();
@@ -400,7 +407,8 @@ impl Table {
     pub fn stats(&self) -> Result<TableStats> {
         let rt = self.runtime()?;
         let c = &rt.state.counters;
-        let emitted = self.db.deferred_emitted.lock().clone();
+        let tables = self.tables()?;
+        let emitted = tables.emitted.lock().clone();
         let sv = self.db.current();
         let entries_of = |ks: u32| -> (u64, u64) {
             sv.version.keyspace(ks).map_or((0, 0), |k| {
@@ -449,7 +457,7 @@ impl Table {
         }
         if rt.layout.deferred() && !rt.layout.indexes.is_empty() {
             let per_version = s.deferred_deletes_emitted / rt.layout.indexes.len() as u64;
-            let spared = self.db.purged.spared(rt.layout.primary);
+            let spared = tables.purged.spared(rt.layout.primary);
             s.pending_purges_estimate = s.blind_writes.saturating_sub(per_version + spared);
             let now = self.db.opts.clock.now_micros();
             let mut oldest: Option<u64> = None;

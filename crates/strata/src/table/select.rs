@@ -2,16 +2,14 @@
 //! forward or reverse, with a limit, streamed.
 //!
 //! On a secondary index every hit `(index key, pk)` at seqno `s` is looked up in the
-//! primary index at the same snapshot. It is valid iff the visible row version has
-//! seqno `s`, or its index key equals the hit's (an eager write left an unchanged entry
-//! in place). Otherwise it is a dirty entry left by deferred maintenance: skipped and
-//! counted.
+//! primary index at the same snapshot and skipped when dirty (deferred invariant 5).
 
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::deferred::validate::live_row;
 use super::layout::{IndexLayout, KeyShape, Layout};
-use super::runtime::{IndexCounters, TableRuntime, add};
+use super::state::{IndexCounters, TableRuntime, add};
 use super::value::Value;
 use super::{Row, Table};
 use crate::db::{Keyspace, Scan, Snapshot};
@@ -232,19 +230,11 @@ impl Rows {
             let (ikey, pk) = self.layout.split_secondary(ix, &key)?;
             let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
             add(&self.rt.state.counters.primary_lookups, 1);
-            let row = match snap.get_versioned(&self.primary, pk)? {
-                Some((row_seq, bytes)) => {
-                    let row = self.layout.decode(&bytes)?;
-                    if row_seq == seq {
-                        Some(row)
-                    } else {
-                        let mut k = Vec::new();
-                        ix.shape.encode_row_key(&row, &mut k);
-                        (k == ikey).then_some(row)
-                    }
-                }
+            let visible = match snap.get_versioned(&self.primary, pk)? {
+                Some((row_seq, bytes)) => Some((row_seq, self.layout.decode(&bytes)?)),
                 None => None,
             };
+            let row = live_row(ix, ikey, seq, visible);
             match row {
                 Some(r) => {
                     if let Some(c) = &self.counters {

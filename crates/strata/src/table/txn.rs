@@ -16,9 +16,11 @@ use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
+use super::deferred::purge::{PurgeJob, PurgeRow};
+use super::deferred::validate::holds;
 use super::layout::{IndexLayout, Layout};
-use super::purge::{PurgeJob, PurgeRow};
-use super::runtime::{LockStripes, TableRuntime, add};
+use super::locks::LockStripes;
+use super::state::{TableRuntime, add};
 use super::value::Value;
 use super::{Row, Table, deferred, eager};
 use crate::batch::WriteBatch;
@@ -115,7 +117,7 @@ impl Transaction {
         loop {
             // Catalog and layout are taken afresh for every attempt: a retry may wait
             // for an index build, which needs the catalog lock to finish.
-            let ddl = db.ddl.read();
+            let ddl = self.table.tables()?.ddl.read();
             let rt = self.table.runtime()?;
             if let Some(o) = try_commit(&db, &rt, &self.stmts)? {
                 return Ok(o);
@@ -246,12 +248,8 @@ impl Ctx<'_> {
             if opk.as_slice() == pk {
                 continue;
             }
-            if let Some(orow) = orow {
-                let mut k = Vec::new();
-                ix.shape.encode_row_key(orow, &mut k);
-                if k == ukey {
-                    return Ok(true);
-                }
+            if orow.as_ref().is_some_and(|r| holds(ix, ukey, r)) {
+                return Ok(true);
             }
         }
         let hi = super::encoding::prefix_successor(ukey);
@@ -267,13 +265,9 @@ impl Ctx<'_> {
             if other_pk == pk {
                 continue;
             }
-            // Validate: a dirty entry (row gone or changed) is no conflict.
-            if let Some(other) = self.read(other_pk)? {
-                let mut k = Vec::new();
-                ix.shape.encode_row_key(&other, &mut k);
-                if k == ukey {
-                    return Ok(true);
-                }
+            // A dirty entry is no conflict (deferred invariant 8).
+            if self.read(other_pk)?.is_some_and(|other| holds(ix, ukey, &other)) {
+                return Ok(true);
             }
         }
         Ok(false)
@@ -423,7 +417,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
     out.seq = db.write(batch)?;
     add(&counters.statements, out.statements);
     if !cx.purge_later.is_empty() {
-        db.purge.submit(PurgeJob {
+        super::layer::Tables::of(db)?.purge.submit(PurgeJob {
             table: layout.name.clone(),
             primary: layout.primary,
             state: rt.state.clone(),

@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cache::SstCache;
+use crate::sstable::cache::SstCache;
 pub use edit::{FileMeta, NewFile, VersionEdit};
 pub use obsolete::ObsoleteFiles;
 
@@ -67,7 +67,7 @@ struct FileLife {
     obsolete: AtomicBool,
     path: PathBuf,
     retired: Arc<ObsoleteFiles>,
-    table_cache: Arc<SstCache>,
+    sst_cache: Arc<SstCache>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -106,7 +106,7 @@ pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
 impl Drop for FileLife {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::SeqCst) {
-            self.table_cache.evict(self.number);
+            self.sst_cache.evict(self.number);
             self.retired.retire(std::mem::take(&mut self.path));
         }
     }
@@ -204,7 +204,7 @@ pub(crate) struct FileContext {
     pub dir: PathBuf,
     pub fs: Arc<dyn crate::fs::FileSystem>,
     pub retired: Arc<ObsoleteFiles>,
-    pub table_cache: Arc<SstCache>,
+    pub sst_cache: Arc<SstCache>,
 }
 
 impl Version {
@@ -280,9 +280,9 @@ impl Version {
                     life: Arc::new(FileLife {
                         number: nf.meta.number,
                         obsolete: AtomicBool::new(false),
-                        path: ctx.dir.join(crate::sstable::table_file_name(nf.meta.number)),
+                        path: ctx.dir.join(crate::sstable::sst_file_name(nf.meta.number)),
                         retired: ctx.retired.clone(),
-                        table_cache: ctx.table_cache.clone(),
+                        sst_cache: ctx.sst_cache.clone(),
                     }),
                 }),
             };
@@ -374,7 +374,7 @@ impl FileContext {
             dir: dir.to_path_buf(),
             fs: fs.clone(),
             retired: Arc::new(ObsoleteFiles::new(fs.clone())),
-            table_cache: Arc::new(SstCache::new(fs, dir.to_path_buf(), 4, None)),
+            sst_cache: Arc::new(SstCache::new(fs, dir.to_path_buf(), 4, None)),
         }
     }
 }
@@ -387,7 +387,7 @@ mod tests {
     fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = FileContext::for_tests(dir.path());
-        let path = dir.path().join(crate::sstable::table_file_name(7));
+        let path = dir.path().join(crate::sstable::sst_file_name(7));
         std::fs::write(&path, b"table").unwrap();
         let meta = FileMeta {
             number: 7,

@@ -126,7 +126,7 @@ pub(super) fn scan(cx: &Context<'_>) -> Vec<DeleteCandidate> {
             // nothing is pending in a last level made of a single run.
             let unsettled = li < last || level.runs.len() > 1;
             let rank = fade::held_rank(ks, li);
-            let purges = clock.obligations.primaries.contains_key(&ks.id) && unsettled;
+            let purges = clock.obligations.owes(ks.id) && unsettled;
             for f in level.files() {
                 if (f.meta.tombstones == 0 && !purges) || cx.busy.contains(&f.number()) {
                     continue;

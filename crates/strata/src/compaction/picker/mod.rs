@@ -113,17 +113,29 @@ pub fn is_bottommost(ks: &KeyspaceVersion, inputs: &[InputRun], output_level: us
 }
 
 /// What the delete-driven picker needs to know about time and snapshots.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct DeleteClock {
     /// Now, in the clock's microseconds.
     pub now: u64,
     /// The oldest live snapshot, if any.
     pub oldest_snapshot: Option<crate::key::SeqNo>,
-    /// Deferred tables: their primary files carry pending-purge times.
-    pub obligations: Arc<super::DeferredRegistry>,
+    /// Keyspaces whose dropped versions owe deletes: their files carry pending-purge
+    /// times.
+    pub obligations: Arc<dyn super::Obligations>,
     /// Keyspaces of deferred tables whose selects meet many dirty entries: their pending
     /// purges are pushed down now, whatever the deadlines say.
     pub urgent: HashSet<u32>,
+}
+
+impl Default for DeleteClock {
+    fn default() -> Self {
+        DeleteClock {
+            now: 0,
+            oldest_snapshot: None,
+            obligations: Arc::new(super::NoObligations),
+            urgent: HashSet::new(),
+        }
+    }
 }
 
 /// Run id of the one run of a leveled level. Fixed, so that concurrent compactions

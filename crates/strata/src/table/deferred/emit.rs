@@ -1,21 +1,15 @@
-//! Deferred secondary deletes: when a flush or compaction of a deferred table's primary
-//! keyspace drops a row version `V`, every secondary index gets a
-//! `DeferredDelete(secondary key ++ pk, V.seqno)`.
+//! Emission: the row versions a primary flush or compaction drops become
+//! `DeferredDelete(secondary key ++ pk, version seqno)` in every secondary index
+//! (invariants 2 and 3 of [`super`]).
 //!
-//! The deletes are sorted per secondary keyspace (within a memory bound, spilling to
-//! temporary runs past it) and written as new level-0 runs of the secondary keyspaces,
-//! installed in the same manifest edit as the primary's output: either both happen or
-//! neither does, and a crash before the edit leaves the old files, which the next
-//! compaction re-discovers.
+//! The engine asks the table layer's [`Registry`] (its `compaction::Obligations`) for a
+//! [`DeferredDeleteCollector`] whenever it flushes or compacts a deferred table's
+//! primary keyspace; the collector sorts the deletes per secondary keyspace (within a
+//! memory bound, spilling to temporary runs past it) and the engine places them, in the
+//! same manifest edit as the primary's output (`compaction::obligations`).
 //!
-//! Versions the purge thread has already cleaned (`table::purge`: it wrote the
-//! deferred deletes of every secondary entry of the version) are recorded in
-//! [`PurgedVersions`]; a compaction that drops one of them emits nothing for it.
-//!
-//! Invariant relied on by point lookups: a `DeferredDelete(k, s)` always lands in a run
-//! at least as new as the run holding `Put(k, s)`. The put was flushed together with its
-//! primary version (one memtable serves all keyspaces), and the delete's run is created
-//! only after that version was on disk.
+//! Versions the purge thread cleaned already are recorded in [`PurgedVersions`]; a
+//! compaction that drops one of them emits nothing for it (invariant 6).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -23,34 +17,57 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use super::job::DropSink;
-use super::output::JobContext;
-use super::sorter::{ExternalSorter, SortedStream};
+use crate::compaction::obligations::{Collector, Obligations};
+use crate::compaction::sorter::{ExternalSorter, SortedStream};
+use crate::compaction::{DropSink, JobContext};
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind, encode_internal_key};
 
-/// Extracts the secondary index keys of a stored row (implemented by the table layer).
+/// Extracts the secondary index keys of a stored row.
 pub trait SecondaryKeys: Send + Sync {
     /// Appends `(secondary keyspace, secondary key ++ pk)` for every secondary index of
     /// the row stored under primary key `pk` with encoded `row`.
     fn secondary_keys(&self, pk: &[u8], row: &[u8], out: &mut Vec<(u32, Vec<u8>)>) -> Result<()>;
 }
 
-/// Which keyspaces take part in deferred index maintenance.
+/// The deferred tables of a catalog, as flushes and compactions see them.
 #[derive(Clone, Default)]
-pub struct DeferredRegistry {
+pub struct Registry {
     /// Primary keyspaces of deferred tables, with their key extractors.
     pub primaries: HashMap<u32, Arc<dyn SecondaryKeys>>,
     /// Secondary keyspaces of deferred tables (they receive deferred deletes).
     pub secondaries: HashSet<u32>,
+    /// Versions the purge thread cleaned; shared by every registry of one database.
+    pub purged: Arc<PurgedVersions>,
 }
 
-impl std::fmt::Debug for DeferredRegistry {
+impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeferredRegistry")
+        f.debug_struct("Registry")
             .field("primaries", &self.primaries.keys().collect::<Vec<_>>())
             .field("secondaries", &self.secondaries)
             .finish()
+    }
+}
+
+impl Obligations for Registry {
+    fn owes(&self, ks: u32) -> bool {
+        self.primaries.contains_key(&ks)
+    }
+
+    fn receives(&self, ks: u32) -> bool {
+        self.secondaries.contains(&ks)
+    }
+
+    fn collector(&self, ks: u32, ctx: &JobContext, sort_memory: usize, compaction: bool) -> Option<Box<dyn Collector>> {
+        let indexer = self.primaries.get(&ks)?.clone();
+        let c = DeferredDeleteCollector::new(indexer, ctx.clone(), sort_memory);
+        // Only compactions meet purged versions: the purge cleans rows found on disk.
+        Some(Box::new(if compaction {
+            c.sparing(ks, self.purged.clone())
+        } else {
+            c
+        }))
     }
 }
 
@@ -109,11 +126,13 @@ impl PurgedVersions {
     }
 
     /// Versions recorded and not yet taken.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
 
     /// True when nothing is recorded.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -158,16 +177,14 @@ impl DeferredDeleteCollector {
         self.purged = Some((ks, purged));
         self
     }
+}
 
-    /// Versions dropped so far without emitting (see [`sparing`](Self::sparing)). Their
-    /// deletes are the purge's, in the WAL: the caller must make it durable before it
-    /// installs the result.
-    pub fn spared(&self) -> u64 {
+impl Collector for DeferredDeleteCollector {
+    fn spared(&self) -> u64 {
         self.spared
     }
 
-    /// The sorted deferred deletes per secondary keyspace, with their counts.
-    pub fn finish(self) -> Result<BTreeMap<u32, (u64, SortedStream)>> {
+    fn finish(self: Box<Self>) -> Result<BTreeMap<u32, (u64, SortedStream)>> {
         let mut out = BTreeMap::new();
         for (ks, s) in self.sorters {
             let n = s.len();

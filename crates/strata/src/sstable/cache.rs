@@ -1,5 +1,5 @@
-//! Caches shared by all table readers: decoded data blocks, bounded by bytes
-//! ([`BlockCache`]), and open tables, bounded by count ([`SstCache`]).
+//! Caches shared by all SSTable readers: decoded data blocks, bounded by bytes
+//! ([`BlockCache`]), and open SSTables, bounded by count ([`SstCache`]).
 //!
 //! Both are sharded `quick_cache` caches (CLOCK-Pro-like eviction), safe to share
 //! between threads. Blocks are keyed by (file number, block offset); file numbers are
@@ -14,7 +14,7 @@ use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::fs::FileSystem;
-use crate::sstable::{Block, SstReader, table_file_name};
+use crate::sstable::{Block, SstReader, sst_file_name};
 
 /// Charges each block its memory footprint.
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +172,7 @@ impl SstCache {
     }
 
     fn open(&self, number: u64) -> Result<Arc<SstReader>> {
-        let file = self.fs.open(&self.dir.join(table_file_name(number)))?;
+        let file = self.fs.open(&self.dir.join(sst_file_name(number)))?;
         Ok(Arc::new(SstReader::open(file, number, self.block_cache.clone())?))
     }
 
@@ -260,7 +260,7 @@ mod tests {
     }
 
     fn write_table(dir: &std::path::Path, number: u64) {
-        let path = dir.join(table_file_name(number));
+        let path = dir.join(sst_file_name(number));
         let file = RealFs.create(&path).expect("create");
         let mut b = SstWriter::new(file, path, SstOptions::default());
         b.add(

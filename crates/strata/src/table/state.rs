@@ -7,70 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::Mutex;
 
 use super::catalog::{load_tables, registry_for};
+use super::deferred::emit::{PurgedVersions, Registry};
 use super::layout::Layout;
-use crate::compaction::DeferredRegistry;
+use super::locks::{KeyLocks, LockStripes};
 use crate::error::Result;
 use crate::version::Version;
-
-const STRIPES: usize = 4096;
-
-/// A fixed array of mutexes addressed by key hash.
-pub(crate) struct LockStripes(Vec<Mutex<()>>);
-
-impl LockStripes {
-    fn new() -> Self {
-        LockStripes((0..STRIPES).map(|_| Mutex::new(())).collect())
-    }
-
-    /// The stripe of a key.
-    pub fn stripe(tag: u32, key: &[u8]) -> usize {
-        (crc32c::crc32c_append(tag, key) as usize) % STRIPES
-    }
-
-    /// Tries to lock one stripe without blocking.
-    pub fn try_lock(&self, stripe: usize) -> Option<MutexGuard<'_, ()>> {
-        self.0.get(stripe).and_then(|m| m.try_lock())
-    }
-}
-
-/// Primary-key stripes: blind writes take them shared (they never conflict with each
-/// other), statements that read before they write take them exclusive, so a blind write
-/// can never slip between another statement's read and its write.
-pub(crate) struct KeyLocks(Vec<RwLock<()>>);
-
-/// A held stripe of [`KeyLocks`].
-pub(crate) enum KeyGuard<'a> {
-    /// Held by a blind writer.
-    Shared(#[allow(dead_code)] parking_lot::RwLockReadGuard<'a, ()>),
-    /// Held by a reading writer.
-    Exclusive(#[allow(dead_code)] parking_lot::RwLockWriteGuard<'a, ()>),
-}
-
-impl KeyLocks {
-    fn new() -> Self {
-        KeyLocks((0..STRIPES).map(|_| RwLock::new(())).collect())
-    }
-
-    /// Locks the given stripes in ascending order (deadlock-free), shared or exclusive.
-    pub fn lock_all(&self, mut stripes: Vec<usize>, exclusive: bool) -> Vec<KeyGuard<'_>> {
-        stripes.sort_unstable();
-        stripes.dedup();
-        stripes
-            .iter()
-            .filter_map(|s| self.0.get(*s))
-            .map(|l| {
-                if exclusive {
-                    KeyGuard::Exclusive(l.write())
-                } else {
-                    KeyGuard::Shared(l.read())
-                }
-            })
-            .collect()
-    }
-}
 
 /// Counters of one secondary index.
 #[derive(Debug, Default)]
@@ -101,7 +45,7 @@ pub struct TableCounters {
     /// entries at commit.
     pub commit_purges: AtomicU64,
     /// Blind writes whose old row was on disk and whose changed secondary entries the
-    /// purge thread deleted after commit (`table::purge`).
+    /// purge thread deleted after commit (`deferred::purge`).
     pub background_purges: AtomicU64,
     /// Blind writes handed to the purge thread but dropped (queue full, snapshot held
     /// too long, error): compaction purges them.
@@ -180,74 +124,29 @@ pub(crate) struct TableRuntime {
     pub state: Arc<TableState>,
 }
 
-/// Dirty hits above this share of a deferred index's recent hits make its table's
-/// pending purges urgent.
-const DIRTY_SHARE: f64 = 0.05;
-/// ...once at least this many dirty hits were seen since the last check.
-const DIRTY_MIN: u64 = 64;
-/// How long a table stays urgent after dirty reads were seen.
-const URGENT_FOR: std::time::Duration = std::time::Duration::from_secs(2);
-/// Hits after which a window without urgency starts over.
-const WINDOW: u64 = 4096;
-
-/// Keyspaces (primary and secondaries) of deferred tables whose selects recently met
-/// many dirty entries. Each call consumes the counts seen since the previous one.
-pub(crate) fn urgent_keyspaces(catalog: &Catalog) -> std::collections::HashSet<u32> {
-    let mut out = std::collections::HashSet::new();
-    for rt in catalog.tables.values() {
-        if !rt.layout.deferred() {
-            continue;
-        }
-        let mut seen = rt.state.seen.lock();
-        let mut urgent = false;
-        for ix in &rt.layout.indexes {
-            let c = rt.state.index(&ix.name);
-            let now = (get(&c.hits), get(&c.dirty));
-            let before = seen.get(&ix.name).copied().unwrap_or((0, 0));
-            let (hits, dirty) = (now.0.saturating_sub(before.0), now.1.saturating_sub(before.1));
-            // A window closes when it shows urgency or is large enough to judge.
-            if dirty >= DIRTY_MIN && dirty as f64 >= DIRTY_SHARE * (hits + dirty) as f64 {
-                urgent = true;
-                seen.insert(ix.name.clone(), now);
-            } else if hits + dirty >= WINDOW {
-                seen.insert(ix.name.clone(), now);
-            }
-        }
-        drop(seen);
-        let mut until = rt.state.urgent_until.lock();
-        let now = std::time::Instant::now();
-        if urgent {
-            *until = Some(now + URGENT_FOR);
-        }
-        if until.is_some_and(|u| now < u) {
-            out.insert(rt.layout.primary);
-            out.extend(rt.layout.indexes.iter().map(|i| i.keyspace));
-        }
-    }
-    out
-}
-
-/// Whether some deferred table is urgent (its selects met many dirty entries lately),
-/// as the last [`urgent_keyspaces`] judged it.
-pub(crate) fn any_urgent(catalog: &Catalog) -> bool {
-    let now = std::time::Instant::now();
-    catalog
-        .tables
-        .values()
-        .any(|rt| rt.layout.deferred() && rt.state.urgent_until.lock().is_some_and(|u| now < u))
-}
-
 /// Tables and the deferred registry, rebuilt together.
 pub(crate) struct Catalog {
     pub tables: BTreeMap<String, TableRuntime>,
-    pub registry: Arc<DeferredRegistry>,
+    pub registry: Arc<Registry>,
 }
 
 impl Catalog {
+    /// No tables (before the first catalog is read).
+    pub fn empty() -> Catalog {
+        Catalog {
+            tables: BTreeMap::new(),
+            registry: Arc::new(Registry::default()),
+        }
+    }
+
     /// Builds the catalog of `version`, reusing states by table name.
-    pub fn build(version: &Version, states: &Mutex<HashMap<String, Arc<TableState>>>) -> Result<Catalog> {
+    pub fn build(
+        version: &Version,
+        states: &Mutex<HashMap<String, Arc<TableState>>>,
+        purged: &Arc<PurgedVersions>,
+    ) -> Result<Catalog> {
         let defs = load_tables(version)?;
-        let registry = Arc::new(registry_for(&defs)?);
+        let registry = Arc::new(registry_for(&defs, purged.clone())?);
         let mut states = states.lock();
         states.retain(|name, _| defs.contains_key(name));
         let mut tables = BTreeMap::new();

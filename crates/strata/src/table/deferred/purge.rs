@@ -1,4 +1,5 @@
-//! Background purge of dirty secondary entries while a deferred table is being read.
+//! Background purge of dirty secondary entries while a deferred table is being read
+//! (deferred invariant 6).
 //!
 //! A blind REPLACE or DELETE whose old row is on disk leaves that row's secondary entries
 //! dirty until a primary compaction drops the old version, which can be minutes away;
@@ -11,9 +12,9 @@
 //! The writer stays blind; the read is the one eager maintenance would have made, done
 //! later and without holding anyone up. Once the deletes are committed it records the
 //! version in
-//! `compaction::PurgedVersions`, so the compaction that later drops it emits nothing
-//! for it. A version dropped before it is recorded gets the compaction's duplicates,
-//! which annihilate with the rest.
+//! [`PurgedVersions`](super::emit::PurgedVersions), so the compaction that later drops
+//! it emits nothing for it. A version dropped before it is recorded gets the
+//! compaction's duplicates, which annihilate with the rest.
 //!
 //! Invariants:
 //! * A `DeferredDelete(k, s)` hides `Put(k, s)` from every snapshot at or after `s`, so
@@ -25,7 +26,7 @@
 //!   read finds nothing (or an older version that a live snapshot kept, which the
 //!   snapshot check then refuses), and the compaction's own deferred deletes cover it.
 //! * The deletes go into the memtable, newer than any run holding the puts they name
-//!   (the invariant `compaction::deferred` states for point lookups).
+//!   (deferred invariant 3).
 //! * The queue is bounded, in jobs and in rows, and best effort: a job that does not
 //!   fit, or whose snapshots outlive [`RETRY_FOR`], is dropped and counted; compaction
 //!   purges it as before.
@@ -37,10 +38,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 
-use super::runtime::{TableRuntime, TableState, add};
 use crate::batch::WriteBatch;
 use crate::db::DbInner;
 use crate::key::SeqNo;
+use crate::table::layer::Tables;
+use crate::table::state::{TableRuntime, TableState, add};
 
 /// Jobs (one per committed transaction) the queue holds before dropping new ones.
 const QUEUE_JOBS: usize = 4096;
@@ -150,6 +152,9 @@ impl PurgeQueue {
 
 /// The purge thread's loop; returns when the database closes.
 pub(crate) fn run(db: &Arc<DbInner>) {
+    let Ok(tables) = Tables::of(db) else {
+        return;
+    };
     let mut waiting: VecDeque<(PurgeJob, Instant)> = VecDeque::new();
     loop {
         if db.closed.load(Ordering::Acquire) {
@@ -162,7 +167,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             Duration::from_millis(2)
         };
         let mut fresh = Vec::new();
-        match db.purge.recv_deadline(Instant::now() + timeout) {
+        match tables.purge.recv_deadline(Instant::now() + timeout) {
             Ok(Msg::Job(j)) => fresh.push(j),
             Ok(Msg::Wake) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
@@ -171,7 +176,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         // purge from crowding the foreground writers' queue.
         let gather_until = Instant::now() + GATHER;
         while fresh.len() < ROUND_JOBS && !fresh.is_empty() {
-            match db.purge.recv_deadline(gather_until) {
+            match tables.purge.recv_deadline(gather_until) {
                 Ok(Msg::Job(j)) => fresh.push(j),
                 Ok(Msg::Wake) => break,
                 Err(_) => break,
@@ -193,8 +198,8 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         let mut retry = held;
         if !round.is_empty() {
             let n = round.len();
-            let later = purge_round(db, round);
-            db.purge.finished(n - later.len());
+            let later = purge_round(db, tables, round);
+            tables.purge.finished(n - later.len());
             retry.extend(later);
         }
         for (job, since) in retry {
@@ -202,7 +207,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
                 waiting.push_back((job, since));
             } else {
                 add(&job.state.counters.purges_dropped, job.rows.len() as u64);
-                db.purge.finished(1);
+                tables.purge.finished(1);
             }
         }
     }
@@ -210,10 +215,10 @@ pub(crate) fn run(db: &Arc<DbInner>) {
 
 /// Purges what it can of `round` in one write; returns the jobs (with only their
 /// remaining rows) that must wait for a snapshot.
-fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(PurgeJob, Instant)> {
+fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant)>) -> Vec<(PurgeJob, Instant)> {
     // Shared like a table statement: index drops wait until the deletes are written.
-    let _ddl = db.ddl.read();
-    let catalog = db.catalog.read().clone();
+    let _ddl = tables.ddl.read();
+    let catalog = tables.catalog();
     let mut batch = WriteBatch::new();
     let mut done: Vec<(Arc<TableState>, u64)> = Vec::new();
     let mut cleaned: Vec<Cleaned> = Vec::new();
@@ -238,7 +243,7 @@ fn purge_round(db: &Arc<DbInner>, round: Vec<(PurgeJob, Instant)>) -> Vec<(Purge
         Ok(_) => {
             // Recorded before counted: whoever waits for the count finds them recorded.
             for (ks, pk, seq) in cleaned {
-                db.purged.record(ks, &pk, seq);
+                tables.purged.record(ks, &pk, seq);
             }
             for (state, n) in done {
                 add(&state.counters.background_purges, n);
@@ -308,7 +313,7 @@ fn purge_job(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::runtime::get;
+    use crate::table::state::get;
 
     fn job(state: &Arc<TableState>, rows: usize) -> PurgeJob {
         PurgeJob {

@@ -1,4 +1,4 @@
-//! [`NoSyncFs`], shared by the test helpers in `common` and `table_common`.
+//! [`NoSyncFs`], shared by the test harnesses `model_harness` and `table_harness`.
 
 use std::path::Path;
 use std::sync::Arc;

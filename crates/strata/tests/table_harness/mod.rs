@@ -14,7 +14,7 @@ use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Options};
 
-#[path = "../common/nosync.rs"]
+#[path = "../model_harness/nosync.rs"]
 mod nosync;
 pub use nosync::NoSyncFs;
 
