@@ -10,6 +10,7 @@ mod lethe;
 mod linkbench;
 mod load;
 mod micro;
+mod multivalue;
 mod plot;
 mod report;
 mod tiering;
@@ -63,6 +64,10 @@ enum Cmd {
     /// Differential test: random table histories on Strata (eager and deferred) and
     /// SQLite under randomly drawn options, every answer compared.
     Differential(differential::DifferentialArgs),
+    /// The DBFromZero secondary-index workload: a multimap (author -> comment ids) loaded
+    /// by 1..N threads into 1..8 partitions, then GETs streaming every value of a key,
+    /// beside dbf0java on the same records.
+    Multivalue(multivalue::MultivalueArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -81,6 +86,7 @@ fn main() {
         Cmd::Kv(a) => kv::run(&a),
         Cmd::Tiering(a) => tiering::run(&a),
         Cmd::Differential(a) => differential::run(&a),
+        Cmd::Multivalue(a) => multivalue::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -4,25 +4,24 @@
 //! half-applied and `Db::check` passes. Also checks that kills really landed in
 //! flushes, compactions and recovery.
 
-use std::process::Command;
+mod common;
+
+use common::run_bench;
 
 #[test]
 fn thirty_kill_cycles_lose_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let json = tmp.path().join("crash.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_strata-bench"))
-        .args(["crash", "--quick", "--dir"])
-        .arg(tmp.path().join("run"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run strata-bench crash");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "crash test failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = tmp.path().join("run");
+    let args = [
+        "crash".as_ref(),
+        "--quick".as_ref(),
+        "--dir".as_ref(),
+        run.as_os_str(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ];
+    let stdout = run_bench("crash", args);
     let fig: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse json");
     assert_eq!(fig["cycles_survived"], 30, "{stdout}");

@@ -2,12 +2,15 @@
 //! histories, Strata (eager and deferred) against SQLite, which fails on the first
 //! answer that differs. The long run is the same command with `--minutes`.
 
-use std::process::Command;
+mod common;
+
+use common::run_bench;
 
 #[test]
 fn table_histories_answer_like_sqlite() {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata-bench"))
-        .args([
+    let stdout = run_bench(
+        "differential",
+        [
             "differential",
             "--histories",
             "3",
@@ -17,14 +20,7 @@ fn table_histories_answer_like_sqlite() {
             "10",
             "--seed",
             "7",
-        ])
-        .output()
-        .expect("run strata-bench differential");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "differential test failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     assert!(stdout.contains("3 histories"), "{stdout}");
     // The run must really have compared answers and hit constraint failures.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::multimap_args::MultimapCommand;
 use crate::table_args::TableCommand;
 
 /// Inspect and edit a Strata database.
@@ -193,6 +194,9 @@ pub enum Command {
     },
     #[command(flatten)]
     Table(TableCommand),
+    /// Multimaps: keys holding many sorted values (put, get with paging, del, load)
+    #[command(subcommand, visible_alias = "mm")]
+    Multimap(MultimapCommand),
 }
 
 /// Arguments of `scan`.

@@ -162,6 +162,7 @@ pub fn run(cli: Cli) -> Result<()> {
             write!(out, "{text}")?;
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,
+        Command::Multimap(cmd) => crate::multimap_cmds::run(db_dir, enc, cmd, &mut out)?,
         Command::Repair { to } => {
             let Some(src) = db_dir else {
                 return Err(CliError::Usage(
@@ -204,17 +205,21 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             "no database given: pass --db DIR or set STRATA_DB".into(),
         ));
     };
+    Ok(Db::open(dir, open_options(create))?)
+}
+
+/// The options every open uses: the global flags, and creating only when `create`.
+pub(crate) fn open_options(create: bool) -> Options {
     let flags = OPEN_FLAGS.get().copied().unwrap_or(OpenFlags {
         read_only: false,
         recovery_mode: strata::RecoveryMode::default(),
     });
-    let opts = Options {
+    Options {
         create_if_missing: create && !flags.read_only,
         read_only: flags.read_only,
         recovery_mode: flags.recovery_mode,
         ..Options::default()
-    };
-    Ok(Db::open(dir, opts)?)
+    }
 }
 
 /// The keyspace `name`, with the existing names in the error if there is none.

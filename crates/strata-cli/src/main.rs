@@ -3,6 +3,8 @@
 mod args;
 mod bytes;
 mod commands;
+mod multimap_args;
+mod multimap_cmds;
 mod rows;
 mod table_args;
 mod table_cmds;

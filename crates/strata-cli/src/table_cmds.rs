@@ -618,7 +618,7 @@ fn load(db_dir: Option<&Path>, args: LoadArgs, out: &mut impl Write) -> Result<(
     Ok(())
 }
 
-fn infer_format(file: &Path) -> Result<LoadFormat> {
+pub(crate) fn infer_format(file: &Path) -> Result<LoadFormat> {
     let ext = file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("csv") => Ok(LoadFormat::Csv),

@@ -1,69 +1,10 @@
 //! Runs the built `strata` binary against temporary directories.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use tempfile::TempDir;
-
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_raw(args: &[&str], env_db: Option<&Path>) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-    cmd.args(args).env_remove("STRATA_DB");
-    if let Some(db) = env_db {
-        cmd.env("STRATA_DB", db);
-    }
-    let out = cmd.output().expect("the strata binary runs");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "strata {args:?} panicked:\n{}",
-        run.stderr
-    );
-    run
-}
-
-fn run(db: &Path, args: &[&str]) -> Run {
-    let mut all = vec!["--db", db.to_str().expect("utf-8 temp path")];
-    all.extend_from_slice(args);
-    run_raw(&all, None)
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(db: &Path, args: &[&str]) -> String {
-    let r = run(db, args);
-    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
-    assert!(r.stderr.is_empty(), "strata {args:?} wrote to stderr:\n{}", r.stderr);
-    r.stdout
-}
-
-/// Asserts a run failed with `code` and an `error: ` message containing `needle`.
-fn assert_fails(r: &Run, code: i32, needle: &str) {
-    assert_eq!(
-        r.code,
-        Some(code),
-        "expected exit {code}; stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
-    assert!(r.stderr.starts_with("error: "), "stderr lacks 'error: ':\n{}", r.stderr);
-    assert!(r.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", r.stderr);
-}
-
-fn new_db() -> (TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    (dir, db)
-}
+use common::{assert_fails, new_db, ok, run, run_raw};
 
 fn put_all(db: &Path, pairs: &[(&str, &str)]) {
     for (k, v) in pairs {
@@ -106,7 +47,7 @@ fn put_get_overwrite_and_del_round_trip() {
     assert_eq!(ok(&db, &["get", "neg"]), "-5\n");
     ok(&db, &["del", "k"]);
     let r = run(&db, &["get", "k"]);
-    assert_fails(&r, 1, "not found");
+    assert_fails(&r, 1, &["not found"]);
     assert!(r.stdout.is_empty());
     assert_eq!(ok(&db, &["get", "neg"]), "-5\n", "del removes only its key");
 }
@@ -130,7 +71,7 @@ fn scan_forward_reverse_limit_and_bounds() {
     assert_eq!(ok(&db, &["scan", "--to", "b", "--keys-only"]), "a\n");
     assert_eq!(ok(&db, &["scan", "--from", "c", "--to", "c"]), "");
     let r = run(&db, &["scan", "--from", "d", "--to", "b"]);
-    assert_fails(&r, 2, "sorts after");
+    assert_fails(&r, 2, &["sorts after"]);
 }
 
 #[test]
@@ -139,7 +80,7 @@ fn del_range_deletes_a_half_open_range() {
     put_all(&db, &ABCDE);
     ok(&db, &["del-range", "b", "d"]);
     assert_eq!(ok(&db, &["scan", "--keys-only"]), "a\nd\ne\n");
-    assert_fails(&run(&db, &["get", "c"]), 1, "not found");
+    assert_fails(&run(&db, &["get", "c"]), 1, &["not found"]);
     // Still deleted after the range tombstone is flushed and compacted.
     ok(&db, &["flush"]);
     ok(&db, &["compact"]);
@@ -151,8 +92,8 @@ fn del_range_deletes_a_half_open_range() {
 fn empty_del_range_is_rejected_and_changes_nothing() {
     let (_t, db) = new_db();
     put_all(&db, &ABCDE);
-    assert_fails(&run(&db, &["del-range", "d", "b"]), 2, "empty range");
-    assert_fails(&run(&db, &["del-range", "c", "c"]), 2, "empty range");
+    assert_fails(&run(&db, &["del-range", "d", "b"]), 2, &["empty range"]);
+    assert_fails(&run(&db, &["del-range", "c", "c"]), 2, &["empty range"]);
     assert_eq!(ok(&db, &["scan", "--keys-only"]), "a\nb\nc\nd\ne\n");
 }
 
@@ -166,12 +107,16 @@ fn keyspaces_create_list_use_and_drop() {
     assert_eq!(ok(&db, &["get", "k"]), "in-default\n");
     assert_eq!(ok(&db, &["get", "-k", "idx", "k"]), "in-idx\n");
     assert_eq!(ok(&db, &["scan", "-k", "idx"]), "k\tin-idx\n");
-    assert_fails(&run(&db, &["create-keyspace", "idx"]), 1, "already exists");
+    assert_fails(&run(&db, &["create-keyspace", "idx"]), 1, &["already exists"]);
     ok(&db, &["drop-keyspace", "idx"]);
     assert_eq!(ok(&db, &["keyspaces"]), "default\n");
-    assert_fails(&run(&db, &["get", "-k", "idx", "k"]), 1, "keyspace \"idx\" not found");
+    assert_fails(
+        &run(&db, &["get", "-k", "idx", "k"]),
+        1,
+        &["keyspace \"idx\" not found"],
+    );
     assert_eq!(ok(&db, &["get", "k"]), "in-default\n");
-    assert_fails(&run(&db, &["drop-keyspace", "default"]), 1, "cannot be dropped");
+    assert_fails(&run(&db, &["drop-keyspace", "default"]), 1, &["cannot be dropped"]);
 }
 
 #[test]
@@ -179,12 +124,12 @@ fn unknown_keyspace_is_an_error() {
     let (_t, db) = new_db();
     ok(&db, &["put", "k", "v"]);
     let r = run(&db, &["get", "--keyspace", "nope", "k"]);
-    assert_fails(&r, 1, "keyspace \"nope\" not found");
+    assert_fails(&r, 1, &["keyspace \"nope\" not found"]);
     assert!(r.stderr.contains("existing keyspaces: default"), "{}", r.stderr);
-    assert_fails(&run(&db, &["put", "-k", "nope", "k", "v"]), 1, "not found");
-    assert_fails(&run(&db, &["scan", "-k", "nope"]), 1, "not found");
-    assert_fails(&run(&db, &["compact", "-k", "nope"]), 1, "not found");
-    assert_fails(&run(&db, &["drop-keyspace", "nope"]), 1, "not found");
+    assert_fails(&run(&db, &["put", "-k", "nope", "k", "v"]), 1, &["not found"]);
+    assert_fails(&run(&db, &["scan", "-k", "nope"]), 1, &["not found"]);
+    assert_fails(&run(&db, &["compact", "-k", "nope"]), 1, &["not found"]);
+    assert_fails(&run(&db, &["drop-keyspace", "nope"]), 1, &["not found"]);
     assert_eq!(ok(&db, &["keyspaces"]), "default\n", "nothing was created");
 }
 
@@ -243,9 +188,13 @@ fn hex_mode_and_escaped_output() {
         "746162096b6579\n"
     );
     let r = run(&db, &["get", "--hex", "0g"]);
-    assert_fails(&r, 2, "not valid hex");
-    assert_fails(&run(&db, &["put", "--hex", "abc", "00"]), 2, "odd number of hex digits");
-    assert_fails(&run(&db, &["get", "--hex", "0102"]), 1, "0x0102 not found");
+    assert_fails(&r, 2, &["not valid hex"]);
+    assert_fails(
+        &run(&db, &["put", "--hex", "abc", "00"]),
+        2,
+        &["odd number of hex digits"],
+    );
+    assert_fails(&run(&db, &["get", "--hex", "0102"]), 1, &["0x0102 not found"]);
 }
 
 #[test]
@@ -314,18 +263,22 @@ fn dump_sst_of_bad_files_fails_cleanly() {
     assert_fails(
         &run_raw(&["dump-sst", garbage.to_str().unwrap()], None),
         1,
-        "corruption",
+        &["corruption"],
     );
 
     let empty = dir.path().join("empty.sst");
     std::fs::write(&empty, b"").unwrap();
-    assert_fails(&run_raw(&["dump-sst", empty.to_str().unwrap()], None), 1, "too small");
+    assert_fails(
+        &run_raw(&["dump-sst", empty.to_str().unwrap()], None),
+        1,
+        &["too small"],
+    );
 
     let missing = dir.path().join("missing.sst");
     assert_fails(
         &run_raw(&["dump-sst", missing.to_str().unwrap()], None),
         1,
-        "missing.sst",
+        &["missing.sst"],
     );
 }
 
@@ -340,7 +293,7 @@ fn get_on_missing_directory_fails_without_creating_it() {
         &["flush"],
         &["keyspaces"],
     ] {
-        assert_fails(&run(&db, args), 1, "not a Strata database");
+        assert_fails(&run(&db, args), 1, &["not a Strata database"]);
     }
     assert!(!db.exists(), "a read command created the database");
 }
@@ -356,25 +309,25 @@ fn commands_on_a_non_database_directory_fail_and_touch_nothing() {
         &["create-keyspace", "x"],
     ] {
         let r = run(dir.path(), args);
-        assert_fails(&r, 1, "not a Strata database");
+        assert_fails(&r, 1, &["not a Strata database"]);
         assert!(r.stderr.contains("notes.txt"), "{}", r.stderr);
     }
     assert_eq!(dir_names(dir.path()), vec!["notes.txt".to_string()]);
 
     // An empty directory is not a database either, for commands that only read.
     let empty = tempfile::tempdir().unwrap();
-    assert_fails(&run(empty.path(), &["get", "k"]), 1, "not a Strata database");
+    assert_fails(&run(empty.path(), &["get", "k"]), 1, &["not a Strata database"]);
     assert!(dir_names(empty.path()).is_empty());
 
     // A regular file given as the database.
     let file = dir.path().join("notes.txt");
-    assert_fails(&run(&file, &["get", "k"]), 1, "not a Strata database");
+    assert_fails(&run(&file, &["get", "k"]), 1, &["not a Strata database"]);
 }
 
 #[test]
 fn usage_errors_exit_2() {
     let r = run_raw(&["get", "k"], None);
-    assert_fails(&r, 2, "--db");
+    assert_fails(&r, 2, &["--db"]);
     let r = run_raw(&["frobnicate"], None);
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
@@ -433,7 +386,7 @@ fn read_only_reads_and_refuses_writes() {
     assert_eq!(ok(&db, &["--read-only", "get", "b"]), "2\n");
     assert_eq!(ok(&db, &["--read-only", "scan"]), "a\t1\nb\t2\n");
     assert!(ok(&db, &["--read-only", "check"]).ends_with("ok\n"));
-    assert_fails(&run(&db, &["--read-only", "put", "c", "3"]), 1, "read-only");
+    assert_fails(&run(&db, &["--read-only", "put", "c", "3"]), 1, &["read-only"]);
     assert_eq!(listing(&db), before, "a read-only command changed the directory");
 }
 
@@ -451,7 +404,7 @@ fn put_into_a_tables_keyspace_is_refused() {
     assert_fails(
         &run(&db, &["put", "--keyspace", "table:u", "k", "v"]),
         1,
-        "belongs to a table",
+        &["belongs to a table"],
     );
     assert_fails(
         &run(
@@ -462,7 +415,7 @@ fn put_into_a_tables_keyspace_is_refused() {
             ],
         ),
         1,
-        "reserved",
+        &["reserved"],
     );
     assert!(ok(&db, &["check"]).ends_with("ok\n"));
 }
@@ -480,17 +433,17 @@ fn repair_copies_into_a_new_database() {
     assert!(out.contains("salvaged 4 keys"), "{out}");
     assert_eq!(ok(&to, &["scan"]), "a\t1\nb\t2\nc\t3\nd\t4\n");
     assert!(ok(&to, &["check"]).ends_with("ok\n"));
-    assert_fails(&run(&db, &["repair", "--to", to.to_str().unwrap()]), 1, "exists");
+    assert_fails(&run(&db, &["repair", "--to", to.to_str().unwrap()]), 1, &["exists"]);
     assert_eq!(ok(&db, &["get", "d"]), "4\n");
 }
 
 #[test]
 fn delete_where_hides_entries_by_a_value_field() {
-    let dir = TempDir::new().expect("tempdir");
-    let db = dir.path();
+    let (_dir, db) = new_db();
+    let db = db.as_path();
     ok(db, &["create-keyspace", "orders"]);
     let bad = run(db, &["delete-where", "-k", "orders", "a", "b"]);
-    assert_fails(&bad, 1, "declares no delete key");
+    assert_fails(&bad, 1, &["declares no delete key"]);
     assert_fails(
         &run(
             db,
@@ -507,7 +460,7 @@ fn delete_where_hides_entries_by_a_value_field() {
             ],
         ),
         2,
-        "h = 0",
+        &["h = 0"],
     );
     ok(
         db,
@@ -530,7 +483,7 @@ fn delete_where_hides_entries_by_a_value_field() {
     assert_fails(
         &run(db, &["delete-where", "-k", "orders", "aa", "n"]),
         1,
-        "must be 1 bytes",
+        &["must be 1 bytes"],
     );
     ok(db, &["delete-where", "-k", "orders", "a", "n"]);
     assert_eq!(ok(db, &["scan", "-k", "orders"]), "o3\tz-new\n");

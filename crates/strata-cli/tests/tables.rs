@@ -1,68 +1,14 @@
 //! Runs the built `strata` binary's table subcommands against temporary directories,
 //! comparing what it prints with a model of the rows kept by the test.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
+use common::{assert_fails, new_db, ok, path_str, run};
+
 use serde_json::{Value as J, json};
-use tempfile::TempDir;
-
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(db: &Path, args: &[&str]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-    cmd.arg("--db").arg(db).args(args).env_remove("STRATA_DB");
-    let out = cmd.output().expect("the strata binary runs");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "strata {args:?} panicked:\n{}",
-        run.stderr
-    );
-    run
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(db: &Path, args: &[&str]) -> String {
-    let r = run(db, args);
-    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
-    assert!(r.stderr.is_empty(), "strata {args:?} wrote to stderr:\n{}", r.stderr);
-    r.stdout
-}
-
-/// Asserts a run failed with `code` and an `error: ` message containing every needle.
-fn assert_fails(r: &Run, code: i32, needles: &[&str]) {
-    assert_eq!(
-        r.code,
-        Some(code),
-        "expected exit {code}; stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
-    assert!(r.stderr.starts_with("error: "), "stderr lacks 'error: ':\n{}", r.stderr);
-    for n in needles {
-        assert!(r.stderr.contains(n), "stderr lacks {n:?}:\n{}", r.stderr);
-    }
-}
-
-fn new_db() -> (TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    (dir, db)
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
 
 const PEOPLE: &str = "table people (id u64, name str, city str null, age i64, score f64, active bool, \
                       tag bytes null) primary key (id) index by_city (city, age) deferred";

@@ -27,7 +27,10 @@
 //!   compactions which keyspaces owe deletes through [`compaction::Obligations`];
 //! - tables: [`table`] (rows, secondary indexes, eager and deferred maintenance; the
 //!   deferred algorithm's invariants are numbered in `table::deferred`). [`Db::open`]
-//!   opens the engine with the table layer plugged in.
+//!   opens the engine with the table layer plugged in;
+//! - beside tables, over the engine: [`partition`] (N databases under one directory,
+//!   keys routed by a stable hash) and [`multimap`] (keys holding many sorted values,
+//!   streamed), which use only `db`.
 //!
 //! Limits: keys up to [`options::MAX_KEY_SIZE`] bytes, values up to
 //! [`options::MAX_VALUE_SIZE`] bytes, batches up to [`options::MAX_BATCH_SIZE`] bytes;
@@ -47,7 +50,9 @@ pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod memtable;
+pub mod multimap;
 pub mod options;
+pub mod partition;
 pub mod range_tombstone;
 pub mod repair;
 pub mod sstable;

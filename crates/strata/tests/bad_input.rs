@@ -274,56 +274,24 @@ fn opening_the_same_directory_twice_is_refused() {
 fn invalid_options_are_refused_before_touching_the_disk() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
+    let with = |set: fn(&mut Options)| {
+        let mut o = Options::default();
+        set(&mut o);
+        o
+    };
     let cases: Vec<(&str, Options)> = vec![
-        (
-            "size_ratio 1.0",
-            Options {
-                size_ratio: 1.0,
-                ..Options::default()
-            },
-        ),
-        (
-            "size_ratio NaN",
-            Options {
-                size_ratio: f64::NAN,
-                ..Options::default()
-            },
-        ),
-        (
-            "runs_per_level 0",
-            Options {
-                runs_per_level: 0,
-                ..Options::default()
-            },
-        ),
-        (
-            "background_threads 0",
-            Options {
-                background_threads: 0,
-                ..Options::default()
-            },
-        ),
-        (
-            "bloom_fpr 1.0",
-            Options {
-                bloom_fpr: 1.0,
-                ..Options::default()
-            },
-        ),
-        (
-            "block_size 0",
-            Options {
-                block_size: 0,
-                ..Options::default()
-            },
-        ),
+        ("size_ratio 1.0", with(|o| o.size_ratio = 1.0)),
+        ("size_ratio NaN", with(|o| o.size_ratio = f64::NAN)),
+        ("runs_per_level 0", with(|o| o.runs_per_level = 0)),
+        ("background_threads 0", with(|o| o.background_threads = 0)),
+        ("bloom_fpr 1.0", with(|o| o.bloom_fpr = 1.0)),
+        ("block_size 0", with(|o| o.block_size = 0)),
         (
             "l0_stall_trigger below l0_compaction_trigger",
-            Options {
-                l0_compaction_trigger: 8,
-                l0_stall_trigger: 4,
-                ..Options::default()
-            },
+            with(|o| {
+                o.l0_compaction_trigger = 8;
+                o.l0_stall_trigger = 4;
+            }),
         ),
     ];
     for (what, opts) in cases {

@@ -21,34 +21,25 @@ fn kinds() -> [Target; 4] {
     ]
 }
 
-#[test]
-fn failing_appends() {
+/// Sweeps `fault` on appends over every kind of file (`what` and the file kind name each
+/// scenario); the fault persists until cleared for the odd kinds if `persist_odd`, for
+/// the even ones otherwise (it hits once for the rest).
+fn sweep_appends(what: &str, fault: Fault, persist_odd: bool) {
     for (i, t) in kinds().into_iter().enumerate() {
-        let outs = sweep(
-            &format!("EIO on append to {t:?}"),
-            t,
-            Op::Append,
-            Fault::Error,
-            SEEDS,
-            i % 2 == 1,
-        );
+        let persist = (i % 2 == 1) == persist_odd;
+        let outs = sweep(&format!("{what} {t:?}"), t, Op::Append, fault, SEEDS, persist);
         assert!(total_injected(&outs) > 0, "no fault was injected for {t:?}");
     }
 }
 
 #[test]
+fn failing_appends() {
+    sweep_appends("EIO on append to", Fault::Error, true);
+}
+
+#[test]
 fn short_writes() {
-    for (i, t) in kinds().into_iter().enumerate() {
-        let outs = sweep(
-            &format!("short write to {t:?}"),
-            t,
-            Op::Append,
-            Fault::ShortWrite,
-            SEEDS,
-            i % 2 == 0,
-        );
-        assert!(total_injected(&outs) > 0, "no fault was injected for {t:?}");
-    }
+    sweep_appends("short write to", Fault::ShortWrite, false);
 }
 
 /// Operations that happen while the database runs.

@@ -79,21 +79,26 @@ fn create_list_and_drop() {
     assert_eq!(all(&mid).len(), 0);
 }
 
-#[test]
-fn identical_keys_in_different_keyspaces_are_isolated() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options()).expect("open");
-    let names = ["default", "a", "b"];
-    let kss: Vec<Keyspace> = names
+/// The keyspaces called `names`: the default one by its handle, the others through `other`.
+fn by_name(db: &Db, names: &[&str], other: impl Fn(&str) -> Keyspace) -> Vec<Keyspace> {
+    names
         .iter()
         .map(|n| {
             if *n == "default" {
                 db.default_keyspace()
             } else {
-                db.create_keyspace(n).expect("create")
+                other(n)
             }
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn identical_keys_in_different_keyspaces_are_isolated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    let names = ["default", "a", "b"];
+    let kss = by_name(&db, &names, |n| db.create_keyspace(n).expect("create"));
     for ks in &kss {
         fill(&db, ks, 600);
     }
@@ -147,16 +152,7 @@ fn identical_keys_in_different_keyspaces_are_isolated() {
     drop(kss);
     db.close().expect("close");
     let db = Db::open(dir.path(), options()).expect("reopen");
-    let kss: Vec<Keyspace> = names
-        .iter()
-        .map(|n| {
-            if *n == "default" {
-                db.default_keyspace()
-            } else {
-                db.keyspace(n).expect("keyspace")
-            }
-        })
-        .collect();
+    let kss = by_name(&db, &names, |n| db.keyspace(n).expect("keyspace"));
     check(&kss, "after reopen");
 }
 

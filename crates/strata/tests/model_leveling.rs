@@ -3,7 +3,7 @@
 
 mod model_harness;
 
-use model_harness::{op, run_deep, run_drawn, small_options};
+use model_harness::{history, model_config, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -16,11 +16,11 @@ fn leveling() -> Options {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 60, max_shrink_iters: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(model_config())]
 
     #[test]
     fn leveling_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        (nks, ops) in history(),
         options_seed in any::<u64>(),
     ) {
         // Everything else drawn: sizes, triggers, delete-driven compaction, sync policy.

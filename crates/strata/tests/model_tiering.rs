@@ -4,7 +4,7 @@
 
 mod model_harness;
 
-use model_harness::{op, run_deep, run_drawn, small_options};
+use model_harness::{history, model_config, run_deep, run_drawn, small_options};
 use proptest::prelude::*;
 use strata::Options;
 
@@ -23,55 +23,59 @@ fn lazy_leveling() -> Options {
     }
 }
 
+/// Reshapes drawn options into a tiered configuration: at least two runs a level,
+/// lazy leveling on or off.
+fn tiered(lazy_leveling: bool) -> impl FnOnce(Options) -> Options {
+    move |o| Options {
+        runs_per_level: o.runs_per_level.max(2),
+        lazy_leveling,
+        ..o
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 60, max_shrink_iters: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(model_config())]
 
     #[test]
     fn tiering_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        (nks, ops) in history(),
         options_seed in any::<u64>(),
     ) {
-        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: false, ..o })
-            .map_err(TestCaseError::fail)?;
+        run_drawn(nks, &ops, options_seed, tiered(false)).map_err(TestCaseError::fail)?;
     }
 
     #[test]
     fn lazy_leveling_matches_model(
-        (nks, ops) in (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300))),
+        (nks, ops) in history(),
         options_seed in any::<u64>(),
     ) {
-        run_drawn(nks, &ops, options_seed, |o| Options { runs_per_level: o.runs_per_level.max(2), lazy_leveling: true, ..o })
-            .map_err(TestCaseError::fail)?;
+        run_drawn(nks, &ops, options_seed, tiered(true)).map_err(TestCaseError::fail)?;
     }
+}
+
+/// A long deterministic run under `opts` from `seed` must reach level 2 and hold
+/// several runs in some level > 0 (`levels` names those levels in the message).
+fn deep_run_builds_tiers(opts: Options, seed: u64, levels: &str) {
+    let h = run_deep(opts, 3, 2500, seed);
+    assert!(
+        h.max_level_seen >= 2,
+        "files never reached level 2 (deepest level {})",
+        h.max_level_seen
+    );
+    assert!(
+        h.max_runs_seen >= 2,
+        "no {levels} > 0 ever held more than {} run",
+        h.max_runs_seen
+    );
 }
 
 /// A long deterministic run known to build tiered levels (several runs in a level > 0).
 #[test]
 fn tiering_deep_run_builds_tiers() {
-    let h = run_deep(tiering(), 3, 2500, 0x5eed_0002);
-    assert!(
-        h.max_level_seen >= 2,
-        "files never reached level 2 (deepest level {})",
-        h.max_level_seen
-    );
-    assert!(
-        h.max_runs_seen >= 2,
-        "no level > 0 ever held more than {} run",
-        h.max_runs_seen
-    );
+    deep_run_builds_tiers(tiering(), 0x5eed_0002, "level");
 }
 
 #[test]
 fn lazy_leveling_deep_run_reaches_lower_levels() {
-    let h = run_deep(lazy_leveling(), 3, 2500, 0x5eed_0003);
-    assert!(
-        h.max_level_seen >= 2,
-        "files never reached level 2 (deepest level {})",
-        h.max_level_seen
-    );
-    assert!(
-        h.max_runs_seen >= 2,
-        "no tiered level > 0 ever held more than {} run",
-        h.max_runs_seen
-    );
+    deep_run_builds_tiers(lazy_leveling(), 0x5eed_0003, "tiered level");
 }

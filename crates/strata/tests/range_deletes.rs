@@ -49,6 +49,17 @@ fn put_range(db: &Db, ks: &Keyspace, model: &mut Model, r: std::ops::Range<usize
     }
 }
 
+/// Opens a database at `dir`, writes keys 0..3000 to the default keyspace and
+/// compacts them to the deepest level.
+fn open_compacted(dir: &std::path::Path, opts: Options) -> (Db, Keyspace, Model) {
+    let db = Db::open(dir, opts).expect("open");
+    let ks = db.default_keyspace();
+    let mut model = Model::new();
+    put_range(&db, &ks, &mut model, 0..3000, 0);
+    db.compact_range().expect("compact");
+    (db, ks, model)
+}
+
 fn delete_range(ks: &Keyspace, model: &mut Model, r: std::ops::Range<usize>) {
     ks.delete_range(&key(r.start)[..]..&key(r.end)[..])
         .expect("delete_range");
@@ -158,12 +169,7 @@ fn deepest_level_with_files(db: &Db, ks: &str) -> usize {
 /// Data in deep levels, level 0 and the memtable; a range delete spanning all three.
 fn range_delete_across_levels(opts: Options) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), opts.clone()).expect("open");
-    let ks = db.default_keyspace();
-    let mut model = Model::new();
-
-    put_range(&db, &ks, &mut model, 0..3000, 0);
-    db.compact_range().expect("compact");
+    let (db, ks, mut model) = open_compacted(dir.path(), opts.clone());
     assert!(
         deepest_level_with_files(&db, "default") >= 1,
         "nothing below level 0:\n{}",
@@ -255,11 +261,7 @@ fn range_delete_across_levels_tiering() {
 #[test]
 fn range_delete_survives_reopen_from_wal() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), leveled()).expect("open");
-    let ks = db.default_keyspace();
-    let mut model = Model::new();
-    put_range(&db, &ks, &mut model, 0..3000, 0);
-    db.compact_range().expect("compact");
+    let (db, ks, mut model) = open_compacted(dir.path(), leveled());
     // The range delete stays in the memtable / WAL only.
     delete_range(&ks, &mut model, 100..2900);
     drop(ks);
@@ -275,11 +277,7 @@ fn range_delete_covers_keys_outside_the_files_that_hold_the_tombstone() {
     // The tombstone lands in a small level-0 file whose only point key is far from the
     // covered keys, which live in deeper files: reads must still apply it.
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), leveled()).expect("open");
-    let ks = db.default_keyspace();
-    let mut model = Model::new();
-    put_range(&db, &ks, &mut model, 0..3000, 0);
-    db.compact_range().expect("compact");
+    let (db, ks, mut model) = open_compacted(dir.path(), leveled());
     assert!(deepest_level_with_files(&db, "default") >= 1);
     put_range(&db, &ks, &mut model, 2999..3000, 1);
     delete_range(&ks, &mut model, 10..20);

@@ -1,21 +1,25 @@
 //! Crash recovery: a child process (this test binary, re-run in a "child" role) writes
 //! batches and reports each acknowledged one on stdout; the parent kills it with
 //! SIGKILL at a random moment, reopens the database and checks that every acknowledged
-//! batch is there in full and that no batch is half-applied. Also: a torn last WAL
+//! batch is there in full and that no batch is half-applied. Each batch also writes a
+//! multimap (puts, deletes, and now and then a `delete_all` followed by a put), whose
+//! values are checked the same way. Also: a torn last WAL
 //! record is dropped on recovery while everything before it survives.
 
+#[path = "fault_harness/child.rs"]
+mod child;
 #[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use child::ChildRun;
 use open::open_when_unlocked;
 use rand::Rng;
+use strata::multimap::MultiMap;
 use strata::{Db, Keyspace, Options, SyncPolicy, WriteBatch};
 
 const CHILD_DIR_ENV: &str = "STRATA_CRASH_CHILD_DIR";
@@ -27,6 +31,45 @@ const OWN_KEYS: usize = 3;
 const SHARED_KEYS: usize = 6;
 /// Batch `n` with `n.is_multiple_of(RANGE_EVERY)` range-deletes the own keys of batch `n - RANGE_EVERY`.
 const RANGE_EVERY: u64 = 10;
+/// Multimap keys per thread that batches spread their values over (`n % MM_KEYS`).
+const MM_KEYS: u64 = 5;
+/// Batch `n` with `n % MM_DELETE_EVERY == MM_DELETE_EVERY - 1` deletes the value of batch `n - 3`.
+const MM_DELETE_EVERY: u64 = 7;
+/// Batch `n` with `n % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1` clears the "all" key, then adds `n`.
+const MM_CLEAR_EVERY: u64 = 50;
+
+fn mm_key(t: usize, j: u64) -> Vec<u8> {
+    format!("t{t}/author{j}").into_bytes()
+}
+
+fn mm_all(t: usize) -> Vec<u8> {
+    format!("t{t}/all").into_bytes()
+}
+
+/// The multimap values every batch up to `last` of thread `t` leaves, by key.
+fn mm_expected(t: usize, last: Option<u64>) -> BTreeMap<Vec<u8>, Vec<Vec<u8>>> {
+    let mut m: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    let Some(last) = last else { return m };
+    for j in 0..MM_KEYS {
+        m.insert(mm_key(t, j), Vec::new());
+    }
+    let cleared = (0..=last)
+        .rev()
+        .find(|d| d % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1)
+        .unwrap_or(0);
+    for n in 0..=last {
+        let deleted = n % MM_DELETE_EVERY == MM_DELETE_EVERY - 4 && n + 3 <= last;
+        if !deleted {
+            m.entry(mm_key(t, n % MM_KEYS))
+                .or_default()
+                .push(n.to_be_bytes().to_vec());
+        }
+        if n >= cleared {
+            m.entry(mm_all(t)).or_default().push(n.to_be_bytes().to_vec());
+        }
+    }
+    m
+}
 
 fn options(sync: SyncPolicy) -> Options {
     Options {
@@ -69,8 +112,19 @@ fn own_value(t: usize, n: u64, j: usize) -> Vec<u8> {
 
 /// The batch number `n` of thread `t`: own keys in two keyspaces, the shared keys set
 /// to `n`, and every `RANGE_EVERY` batches a range delete of an older batch's keys.
-fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace) -> WriteBatch {
+fn batch(t: usize, n: u64, default: &Keyspace, other: &Keyspace, mm: &MultiMap) -> WriteBatch {
     let mut b = WriteBatch::new();
+    mm.put_in(&mut b, &mm_key(t, n % MM_KEYS), &n.to_be_bytes())
+        .expect("put_in");
+    if n % MM_DELETE_EVERY == MM_DELETE_EVERY - 1 {
+        let m = n - 3;
+        mm.delete_in(&mut b, &mm_key(t, m % MM_KEYS), &m.to_be_bytes())
+            .expect("delete_in");
+    }
+    if n % MM_CLEAR_EVERY == MM_CLEAR_EVERY - 1 {
+        mm.delete_all_in(&mut b, &mm_all(t)).expect("delete_all_in");
+    }
+    mm.put_in(&mut b, &mm_all(t), &n.to_be_bytes()).expect("put_in");
     for j in 0..OWN_KEYS {
         b.put(default, &own_key(t, n, j), &own_value(t, n, j));
         b.put(other, &own_key(t, n, j), &own_value(t, n, j));
@@ -103,6 +157,24 @@ fn last_batch(db: &Db, t: usize) -> Option<u64> {
 
 /// Checks that exactly batches `0..=last` of thread `t` are applied, each in full.
 fn check_thread(db: &Db, other: &Keyspace, t: usize, last: Option<u64>, upto: u64) {
+    let mm = MultiMap::new(db.keyspace("mm").expect("multimap keyspace"));
+    let want = mm_expected(t, last);
+    for (k, vals) in &want {
+        let got: Vec<Vec<u8>> = mm.get(k).expect("get").map(|r| r.expect("value")).collect();
+        assert_eq!(
+            &got,
+            vals,
+            "thread {t} multimap key {} (last applied batch {last:?})",
+            String::from_utf8_lossy(k)
+        );
+    }
+    let mine = format!("t{t}/");
+    let stray = mm
+        .entries()
+        .expect("entries")
+        .map(|r| r.expect("entry"))
+        .find(|(k, _)| k.starts_with(mine.as_bytes()) && !want.contains_key(k));
+    assert!(stray.is_none(), "thread {t}: unexpected multimap entry {stray:?}");
     for n in 0..upto {
         let applied = last.is_some_and(|l| n <= l);
         let range_deleted = last.is_some_and(|l| n.is_multiple_of(RANGE_EVERY) && n + RANGE_EVERY <= l);
@@ -155,15 +227,17 @@ fn child_writer() {
         .expect("number");
     let db = open_when_unlocked(Path::new(&dir), options(sync)).expect("child open");
     let other = db.keyspace_or_create("other").expect("other keyspace");
+    let mm = MultiMap::new(db.keyspace_or_create("mm").expect("multimap keyspace"));
     let db = &db;
     let other = &other;
+    let mm = &mm;
     std::thread::scope(|s| {
         for t in 0..threads {
             s.spawn(move || {
                 let default = db.default_keyspace();
                 let mut n = last_batch(db, t).map_or(0, |l| l + 1);
                 loop {
-                    db.write(batch(t, n, &default, other)).expect("child write");
+                    db.write(batch(t, n, &default, other, mm)).expect("child write");
                     let mut out = std::io::stdout().lock();
                     writeln!(out, "ACK {t} {n}").expect("stdout");
                     out.flush().expect("stdout");
@@ -174,62 +248,49 @@ fn child_writer() {
     });
 }
 
+/// An acknowledgement line of the child: `ACK <thread> <batch>`.
+fn parse_ack(line: &str) -> Option<(usize, u64)> {
+    let mut it = line.strip_prefix("ACK ")?.split(' ');
+    let t: usize = it.next().and_then(|x| x.parse().ok()).expect("thread");
+    let n: u64 = it.next().and_then(|x| x.parse().ok()).expect("batch");
+    Some((t, n))
+}
+
 /// Runs the child until a random number of acknowledgements arrived, kills it, and
 /// returns the highest acknowledged batch per thread.
 fn run_and_kill_child(dir: &Path, sync: &str, threads: usize, min_acks: usize) -> BTreeMap<usize, u64> {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut child = Command::new(exe)
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR_ENV, dir)
-        .env(CHILD_SYNC_ENV, sync)
-        .env(CHILD_THREADS_ENV, threads.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("ACK ") {
-                let mut it = rest.split(' ');
-                let t: usize = it.next().and_then(|x| x.parse().ok()).expect("thread");
-                let n: u64 = it.next().and_then(|x| x.parse().ok()).expect("batch");
-                if tx.send((t, n)).is_err() {
-                    break;
-                }
-            }
-        }
-    });
+    let threads = threads.to_string();
+    let mut child = ChildRun::spawn(
+        "child_writer",
+        &[
+            (CHILD_DIR_ENV, dir.as_os_str()),
+            (CHILD_SYNC_ENV, sync.as_ref()),
+            (CHILD_THREADS_ENV, threads.as_ref()),
+        ],
+    );
     let target = rand::thread_rng().gen_range(min_acks..min_acks * 4);
     let mut acked: BTreeMap<usize, u64> = BTreeMap::new();
     let mut count = 0;
     let deadline = Instant::now() + Duration::from_secs(20);
     while count < target {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok((t, n)) => {
-                acked.insert(t, n);
-                count += 1;
+        match child.lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                if let Some((t, n)) = parse_ack(&line) {
+                    acked.insert(t, n);
+                    count += 1;
+                }
             }
             Err(_) => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = child.stderr.take() {
-                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                    }
-                    panic!("child exited early with {status}: {err}");
-                }
+                child.assert_running();
                 assert!(Instant::now() < deadline, "child made no progress ({count} acks)");
             }
         }
     }
-    child.kill().expect("SIGKILL the child");
-    child.wait().expect("reap the child");
     // Acknowledgements printed before the kill are still in the pipe.
-    reader.join().expect("stdout reader");
-    while let Ok((t, n)) = rx.try_recv() {
-        acked.insert(t, n);
+    for line in child.kill() {
+        if let Some((t, n)) = parse_ack(&line) {
+            acked.insert(t, n);
+        }
     }
     acked
 }
@@ -309,11 +370,12 @@ fn synced_db_with_100_batches(dir: &Path) -> (Db, Options) {
     };
     let db = open_when_unlocked(dir, opts.clone()).expect("open");
     let other = db.create_keyspace("other").expect("keyspace");
+    let mm = MultiMap::new(db.create_keyspace("mm").expect("keyspace"));
     let default = db.default_keyspace();
     for n in 0..100 {
-        db.write(batch(0, n, &default, &other)).expect("write");
+        db.write(batch(0, n, &default, &other, &mm)).expect("write");
     }
-    drop((default, other));
+    drop((default, other, mm));
     (db, opts)
 }
 
@@ -363,10 +425,12 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     // The recovered database takes new writes, and they survive another reopen (the
     // torn log must not be appended to).
     let default = db.default_keyspace();
+    let mm = MultiMap::new(db.keyspace("mm").expect("multimap keyspace"));
     for n in 99..120 {
-        db.write(batch(0, n, &default, &other)).expect("write after recovery");
+        db.write(batch(0, n, &default, &other, &mm))
+            .expect("write after recovery");
     }
-    drop((default, other));
+    drop((default, other, mm));
     db.close().expect("close");
     let db = open_when_unlocked(dir.path(), opts).expect("second reopen");
     let other = db.keyspace("other").expect("other");

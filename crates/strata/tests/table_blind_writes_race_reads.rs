@@ -15,71 +15,42 @@ mod table_harness;
 use std::sync::Barrier;
 
 use strata::Db;
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use table_harness::{s, small_options, u};
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
-            "table t (id u64, a u64, who str) primary key (id) index by_a (a) {mode}"
-        ))
-        .expect("schema"),
+    table_harness::create_table(
+        db,
+        &format!("table t (id u64, a u64, who str) primary key (id) index by_a (a) {mode}"),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, a: u64, who: &str) -> Row {
     vec![u(id), u(a), s(who)]
 }
 
-#[test]
-fn update_racing_delete_never_resurrects_the_row() {
-    const KEYS: u64 = 200;
+const KEYS: u64 = 200;
+const ROUNDS: u64 = 30;
+
+/// Runs `round` on keys `base..base + KEYS` for each round, in an eager and a deferred
+/// table; asserts no round returned an anomalous row (`what` describes one).
+fn race(what: &str, round: impl Fn(&Table, u64) -> Vec<Row>) {
     let mut failures = Vec::new();
     for mode in ["eager", "deferred"] {
         let dir = table_harness::tempdir();
         let db = Db::open(dir.path(), small_options()).expect("open");
         let t = create(&db, mode);
-        let mut resurrected = Vec::new();
-        for round in 0..30u64 {
-            let base = round * KEYS;
-            let mut tx = t.transaction();
-            for id in base..base + KEYS {
-                tx.insert(row(id, 0, "insert"));
-            }
-            tx.commit().expect("load");
-            let barrier = Barrier::new(2);
-            std::thread::scope(|sc| {
-                sc.spawn(|| {
-                    barrier.wait();
-                    for id in base..base + KEYS {
-                        t.delete(&[u(id)]).expect("delete");
-                    }
-                });
-                sc.spawn(|| {
-                    barrier.wait();
-                    for pass in 1..=3 {
-                        for id in base..base + KEYS {
-                            t.update(&[u(id)], &[("a", u(pass)), ("who", s("update"))])
-                                .expect("update");
-                        }
-                    }
-                });
-            });
-            for id in base..base + KEYS {
-                if let Some(r) = t.get(&[u(id)]).expect("get") {
-                    resurrected.push(r);
-                }
-            }
+        let mut anomalies = Vec::new();
+        for r in 0..ROUNDS {
+            anomalies.extend(round(&t, r * KEYS));
         }
-        if !resurrected.is_empty() {
+        if !anomalies.is_empty() {
             failures.push(format!(
-                "{mode}: {} of {} deleted rows came back after a concurrent UPDATE, e.g. {:?}",
-                resurrected.len(),
-                30 * KEYS,
-                &resurrected[..resurrected.len().min(3)]
+                "{mode}: {} of {} {what}, e.g. {:?}",
+                anomalies.len(),
+                ROUNDS * KEYS,
+                &anomalies[..anomalies.len().min(3)]
             ));
         }
     }
@@ -87,16 +58,42 @@ fn update_racing_delete_never_resurrects_the_row() {
 }
 
 #[test]
+fn update_racing_delete_never_resurrects_the_row() {
+    race("deleted rows came back after a concurrent UPDATE", |t, base| {
+        let mut tx = t.transaction();
+        for id in base..base + KEYS {
+            tx.insert(row(id, 0, "insert"));
+        }
+        tx.commit().expect("load");
+        let barrier = Barrier::new(2);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                barrier.wait();
+                for id in base..base + KEYS {
+                    t.delete(&[u(id)]).expect("delete");
+                }
+            });
+            sc.spawn(|| {
+                barrier.wait();
+                for pass in 1..=3 {
+                    for id in base..base + KEYS {
+                        t.update(&[u(id)], &[("a", u(pass)), ("who", s("update"))])
+                            .expect("update");
+                    }
+                }
+            });
+        });
+        (base..base + KEYS)
+            .filter_map(|id| t.get(&[u(id)]).expect("get"))
+            .collect()
+    });
+}
+
+#[test]
 fn insert_racing_replace_is_serializable() {
-    const KEYS: u64 = 200;
-    let mut failures = Vec::new();
-    for mode in ["eager", "deferred"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
-        let t = create(&db, mode);
-        let mut anomalies = Vec::new();
-        for round in 0..30u64 {
-            let base = round * KEYS;
+    race(
+        "INSERTs succeeded and overwrote a row a concurrent REPLACE (also successful) wrote before them",
+        |t, base| {
             let barrier = Barrier::new(2);
             let (inserted, replaced): (Vec<bool>, Vec<bool>) = std::thread::scope(|sc| {
                 let i = sc.spawn(|| {
@@ -117,6 +114,7 @@ fn insert_racing_replace_is_serializable() {
                 });
                 (i.join().expect("insert thread"), r.join().expect("replace thread"))
             });
+            let mut anomalies = Vec::new();
             for (k, id) in (base..base + KEYS).enumerate() {
                 let now = t.get(&[u(id)]).expect("get").expect("row");
                 // Both succeeded: the insert came first, so the replace's row must be left.
@@ -124,16 +122,7 @@ fn insert_racing_replace_is_serializable() {
                     anomalies.push(now);
                 }
             }
-        }
-        if !anomalies.is_empty() {
-            failures.push(format!(
-                "{mode}: {} of {} INSERTs succeeded and overwrote a row a concurrent REPLACE \
-                 (also successful) wrote before them, e.g. {:?}",
-                anomalies.len(),
-                30 * KEYS,
-                &anomalies[..anomalies.len().min(3)]
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+            anomalies
+        },
+    );
 }

@@ -9,7 +9,6 @@ use std::ops::Bound;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
@@ -25,14 +24,13 @@ const INDEXES: [(&str, &[usize]); 4] = [
 ];
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table t (k1 str, k2 i64, n bytes null, tag str, v u64) primary key (k1, k2) \
              index by_k2 (k2) index by_nk (n, k1) index by_tag unique (tag) {mode}"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 const K1: [&str; 6] = ["", "a", "a\0", "a\0b", "ab", "\u{10ffff}"];

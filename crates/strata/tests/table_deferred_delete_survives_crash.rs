@@ -12,16 +12,17 @@
 
 mod table_harness;
 
+#[path = "fault_harness/child.rs"]
+mod child;
 #[path = "fault_harness/open.rs"]
 mod open;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use child::ChildRun;
 use open::open_when_unlocked;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -31,23 +32,20 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Options, SyncPolicy};
-use table_harness::{collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
+use table_harness::{assert_rows_eq, collect, deepest_level, row_eq, rows_eq, sort_like_index, u};
 
 const CHILD_DIR_ENV: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
 /// The row that records the last transaction id (in the same transaction).
 const COUNTER: u64 = 1_000_000;
 const INDEXES: [(&str, &[usize]); 3] = [("by_a", &[1]), ("by_b", &[2]), ("by_ab", &[1, 2])];
 
+/// The table tests' small shape, but syncing every batch to the real disk: the
+/// crash is real.
 fn options() -> Options {
     Options {
         sync: SyncPolicy::EveryBatch,
-        memtable_budget: 32 << 10,
-        target_file_size: 16 << 10,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        l0_stall_trigger: 12,
-        size_ratio: 3.0,
-        ..Options::default()
+        fs: Options::default().fs,
+        ..table_harness::small_options()
     }
 }
 
@@ -151,22 +149,7 @@ fn counter(t: &Table) -> Option<u64> {
 /// Runs the child until killed; returns the acknowledged transaction ids and the
 /// deferred deletes it reported.
 fn run_child(dir: &Path) -> (Vec<u64>, u64) {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut child = Command::new(exe)
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR_ENV, dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
+    let mut child = ChildRun::spawn("crash_child", &[(CHILD_DIR_ENV, dir.as_os_str())]);
     let mut acks = Vec::new();
     let mut deferred = 0;
     // (The test harness may print "test crash_child ... " in front of the first line.)
@@ -180,16 +163,10 @@ fn run_child(dir: &Path) -> (Vec<u64>, u64) {
     // Wait for the child to make progress, then kill it at a random moment.
     let deadline = Instant::now() + Duration::from_secs(30);
     while acks.is_empty() {
-        match rx.recv_timeout(Duration::from_millis(100)) {
+        match child.lines.recv_timeout(Duration::from_millis(100)) {
             Ok(line) => take(line, &mut acks),
             Err(_) => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = child.stderr.take() {
-                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                    }
-                    panic!("child exited early with {status}: {err}");
-                }
+                child.assert_running();
                 assert!(Instant::now() < deadline, "child made no progress");
             }
         }
@@ -197,14 +174,11 @@ fn run_child(dir: &Path) -> (Vec<u64>, u64) {
     let wait = Duration::from_millis(rand::thread_rng().gen_range(100..=800));
     let until = Instant::now() + wait;
     while let Some(left) = until.checked_duration_since(Instant::now()) {
-        if let Ok(line) = rx.recv_timeout(left) {
+        if let Ok(line) = child.lines.recv_timeout(left) {
             take(line, &mut acks);
         }
     }
-    child.kill().expect("SIGKILL the child");
-    child.wait().expect("reap the child");
-    reader.join().expect("stdout reader");
-    while let Ok(line) = rx.try_recv() {
+    for line in child.kill() {
         take(line, &mut acks);
     }
     (acks, deferred)
@@ -223,12 +197,7 @@ fn model_after(last: Option<u64>) -> BTreeMap<u64, Row> {
 fn verify(db: &Db, t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
     let want: Vec<Row> = model.values().cloned().collect();
     let got = collect(t.select(PRIMARY)).expect("primary scan");
-    assert!(
-        rows_eq(&got, &want),
-        "{ctx}: primary has {} rows, want {}",
-        got.len(),
-        want.len()
-    );
+    assert_rows_eq(&got, &want, &format!("{ctx}: primary"));
     for (id, r) in model {
         let g = t.get(&[u(*id)]).expect("get");
         assert!(g.as_ref().is_some_and(|g| row_eq(g, r)), "{ctx}: get {id}: {g:?}");
@@ -244,12 +213,7 @@ fn verify(db: &Db, t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
         }
         let mut w = want.clone();
         sort_like_index(&mut w, fields, &[0]);
-        assert!(
-            rows_eq(&rows, &w),
-            "{ctx}: {index}: {} rows, want {}",
-            rows.len(),
-            w.len()
-        );
+        assert_rows_eq(&rows, &w, &format!("{ctx}: {index}"));
     }
     let report = db.check(CheckOptions::default()).expect("check");
     assert!(report.ok(), "{ctx}:\n{report}");

@@ -9,22 +9,18 @@ use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Snapshot};
-use table_harness::{check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
+use table_harness::{assert_rows_eq, check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 2] = [("by_a", &[1]), ("by_ba", &[2, 1])];
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
-            "table t (id u64, a u64, b u64, pad bytes) primary key (id) index by_a (a) index by_ba (b, a) {mode}"
-        ))
-        .expect("schema"),
+    table_harness::create_table(
+        db,
+        &format!("table t (id u64, a u64, b u64, pad bytes) primary key (id) index by_a (a) index by_ba (b, a) {mode}"),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, a: u64, b: u64) -> Row {
@@ -56,12 +52,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, snap: Option<&Snapshot>, ctx: &
             q = q.at(s);
         }
         let got = collect(q).expect("select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: index {index} returned {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: index {index}"));
     }
 }
 

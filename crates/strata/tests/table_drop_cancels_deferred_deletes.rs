@@ -12,23 +12,22 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::{IndexDef, Schema};
+use strata::table::schema::IndexDef;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
 use table_harness::{
-    all_rows, check_ok, collect, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
+    all_rows, check_ok, collect, index_names, live_file_count, rows_eq, small_options, sort_like_index, sst_files, u,
 };
 
 fn create(db: &Db, name: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table {name} (id u64, a u64, b u64, c u64, pad bytes) primary key (id) \
              index by_a (a) index by_b (b, a) index by_c (c) deferred"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, g: &mut StdRng) -> Row {
@@ -153,13 +152,7 @@ fn dropping_indexes_under_running_compactions() {
     assert!(stats.compactions > 10, "too few compactions: {}", stats.compactions);
     assert_eq!(db.list_keyspaces().len(), ks_before - 2, "{:?}", db.list_keyspaces());
     assert!(matches!(t.select("by_b").rows(), Err(Error::NotFound(_))));
-    let ix: Vec<String> = t
-        .schema()
-        .expect("schema")
-        .indexes
-        .iter()
-        .map(|i| i.name.clone())
-        .collect();
+    let ix = index_names(&t);
     assert_eq!(ix, ["by_a"]);
     let t_ix: &[(&str, &[usize])] = &[("by_a", &[1])];
     let o_ix: &[(&str, &[usize])] = &[("by_a", &[1]), ("by_b", &[2, 1]), ("by_c", &[3])];

@@ -15,16 +15,15 @@ use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{all_rows, check_ok, collect, rows_eq, small_options, sort_like_index, u};
+use table_harness::{
+    all_rows, assert_rows_eq, check_ok, collect, index_names, rows_eq, small_options, sort_like_index, u,
+};
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
-            "table t (id u64, a u64, b i64, c u64 null, pad bytes) primary key (id) index by_a (a) {mode}"
-        ))
-        .expect("schema"),
+    table_harness::create_table(
+        db,
+        &format!("table t (id u64, a u64, b i64, c u64 null, pad bytes) primary key (id) index by_a (a) {mode}"),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, g: &mut StdRng) -> Row {
@@ -100,12 +99,7 @@ fn verify_index(t: &Table, index: &str, positions: &[usize], ctx: &str) {
         }
         let w: Vec<Row> = want.iter().filter(|r| r[positions[0]] == v).cloned().collect();
         let got = collect(t.select(index).eq(vec![v.clone()])).expect("eq select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: {index} = {v}: {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: {index} = {v}"));
     }
     let w: Vec<Row> = want
         .iter()
@@ -272,13 +266,7 @@ fn unique_index_build_checks_existing_rows() {
             other => panic!("{mode}: insert with a new key: {other:?}"),
         }
         let r = t.create_index(IndexDef::new("u_a", &["a"], true));
-        let names: Vec<String> = t
-            .schema()
-            .expect("schema")
-            .indexes
-            .iter()
-            .map(|i| i.name.clone())
-            .collect();
+        let names = index_names(&t);
         let report = db.check(strata::table::check::CheckOptions::default()).expect("check");
         assert!(
             matches!(r, Err(Error::Constraint(_))),

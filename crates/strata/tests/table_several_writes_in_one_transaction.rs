@@ -9,22 +9,20 @@ use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{all_rows, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
+use table_harness::{all_rows, assert_rows_eq, check_ok, collect, i, rows_eq, s, small_options, sort_like_index, u};
 
 fn create(db: &Db, mode: &str, unique: bool) -> Table {
     let uq = if unique { "unique" } else { "" };
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table t (id u64, a u64, b str, c i64, pad bytes) primary key (id) \
              index by_a (a) index by_b {uq} (b, id) index by_ca (c, a) {mode}"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, a: u64, c: i64) -> Row {
@@ -77,12 +75,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
         let mut w = want.clone();
         sort_like_index(&mut w, fields, &[0]);
         let got = collect(t.select(index)).expect("select");
-        assert!(
-            rows_eq(&got, &w),
-            "{ctx}: index {index}: {} rows, want {}",
-            got.len(),
-            w.len()
-        );
+        assert_rows_eq(&got, &w, &format!("{ctx}: index {index}"));
     }
 }
 

@@ -11,7 +11,6 @@ use std::ops::Bound;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
@@ -21,14 +20,13 @@ use table_harness::{check_ok, collect, deepest_level, rows_eq, s, small_options,
 const INDEXES: [(&str, &[usize]); 3] = [(PRIMARY, &[0]), ("by_a", &[1]), ("by_ba", &[2, 1])];
 
 fn create(db: &Db, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table t (id u64, a u64, b str, v u64, pad bytes) primary key (id) \
              index by_a (a) index by_ba (b, a) {mode}"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 /// `v` numbers the write, so two versions of a row with the same keys still differ.
@@ -288,7 +286,13 @@ fn concurrent_readers_always_see_whole_transactions() {
                     }
                 });
             }
-            std::thread::sleep(std::time::Duration::from_millis(1500));
+            // Enough interleavings, however long a loaded machine takes for them.
+            let start = std::time::Instant::now();
+            while (moves.load(Ordering::Relaxed) <= 500 || reads.load(Ordering::Relaxed) <= 20)
+                && start.elapsed() < std::time::Duration::from_secs(120)
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             stop.store(true, Ordering::Relaxed);
         });
         let (moves, reads) = (moves.into_inner(), reads.into_inner());

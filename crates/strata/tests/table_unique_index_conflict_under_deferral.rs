@@ -7,7 +7,6 @@ mod table_harness;
 
 use std::sync::Barrier;
 
-use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
@@ -16,13 +15,12 @@ use table_harness::{check_ok, collect, s, small_options, u};
 const MODES: [&str; 2] = ["deferred", "eager"];
 
 fn create(db: &Db, name: &str, mode: &str) -> Table {
-    db.create_table(
-        Schema::parse(&format!(
+    table_harness::create_table(
+        db,
+        &format!(
             "table {name} (id u64, u str null, v u64) primary key (id) index by_u unique (u) index by_v (v) {mode}"
-        ))
-        .expect("schema"),
+        ),
     )
-    .expect("create table")
 }
 
 fn row(id: u64, key: &str) -> Row {

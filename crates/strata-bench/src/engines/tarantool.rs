@@ -65,7 +65,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // The real uid, from /proc (no libc binding needed).
     std::fs::read_to_string("/proc/self/status")
         .ok()

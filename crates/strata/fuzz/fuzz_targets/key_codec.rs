@@ -5,20 +5,18 @@
 
 use libfuzzer_sys::fuzz_target;
 use strata::table::encoding::{decode_key, encode_key, split_key};
-use strata_fuzz::{same_values, schemas};
+use strata_fuzz::{pick_schema, same_values};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, bytes)) = data.split_first() else {
+    let Some((schema, pick, bytes)) = pick_schema(data) else {
         return;
     };
-    let schemas = schemas();
-    let schema = &schemas[pick as usize % schemas.len()];
     let mut type_lists = vec![schema.pk_types().expect("pk types")];
     for ix in &schema.indexes {
         type_lists.push(schema.index_key_types(ix).expect("index key types"));
         type_lists.push(schema.index_entry_types(ix).expect("index entry types"));
     }
-    let types = &type_lists[(pick as usize / schemas.len()) % type_lists.len()];
+    let types = &type_lists[pick % type_lists.len()];
     if let Ok((vals, used)) = decode_key(bytes, types) {
         assert!(used <= bytes.len());
         let mut out = Vec::new();

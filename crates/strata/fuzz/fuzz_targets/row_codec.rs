@@ -4,14 +4,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use strata::table::encoding::{decode_fields, decode_row, encode_row};
-use strata_fuzz::{same_values, schemas};
+use strata_fuzz::{pick_schema, same_values};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, bytes)) = data.split_first() else {
+    let Some((schema, _, bytes)) = pick_schema(data) else {
         return;
     };
-    let schemas = schemas();
-    let schema = &schemas[pick as usize % schemas.len()];
     if let Ok(row) = decode_row(schema, bytes) {
         assert_eq!(row.len(), schema.fields.len());
         let again = decode_row(schema, &encode_row(schema, &row)).expect("re-encoded row decodes");

@@ -10,16 +10,12 @@ use libfuzzer_sys::fuzz_target;
 use strata::iter::InternalIterator;
 use strata::key::{MAX_SEQNO, parse_internal_key};
 use strata::sstable::SstReader;
-use strata_fuzz::{MemFile, fix_sst_checksums};
+use strata_fuzz::{MemFile, fix_sst_checksums, image_from};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&flag, rest)) = data.split_first() else {
+    let Some(image) = image_from(data, fix_sst_checksums) else {
         return;
     };
-    let mut image = rest.to_vec();
-    if flag & 1 == 1 {
-        fix_sst_checksums(&mut image);
-    }
     let Ok(table) = SstReader::open(MemFile::new("fuzz.sst", image), 1, None) else {
         return;
     };

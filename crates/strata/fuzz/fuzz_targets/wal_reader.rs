@@ -5,16 +5,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use strata::wal::{HEADER_LEN, Reader};
-use strata_fuzz::{MemFile, fix_log_checksums};
+use strata_fuzz::{MemFile, fix_log_checksums, image_from};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&flag, rest)) = data.split_first() else {
+    let Some(image) = image_from(data, fix_log_checksums) else {
         return;
     };
-    let mut image = rest.to_vec();
-    if flag & 1 == 1 {
-        fix_log_checksums(&mut image);
-    }
     let size = image.len() as u64;
     let mut r = Reader::new(MemFile::new("fuzz.wal", image));
     let mut next = 0u64;

@@ -135,6 +135,28 @@ pub fn fix_log_checksums(data: &mut [u8]) {
     }
 }
 
+/// Splits a fuzz input into a file image and the choice made by its first byte: when that
+/// byte is odd, `fix` rewrites the image's checksums first so the fuzzer reaches the
+/// decoding behind them. `None` for an empty input.
+pub fn image_from(data: &[u8], fix: fn(&mut [u8])) -> Option<Vec<u8>> {
+    let (&flag, rest) = data.split_first()?;
+    let mut image = rest.to_vec();
+    if flag & 1 == 1 {
+        fix(&mut image);
+    }
+    Some(image)
+}
+
+/// Splits a fuzz input into one of [`schemas`] (picked by the first byte), what is left of
+/// that byte once the schema is picked (for a further choice), and the remaining bytes.
+/// `None` for an empty input.
+pub fn pick_schema(data: &[u8]) -> Option<(&'static Schema, usize, &[u8])> {
+    let (&pick, bytes) = data.split_first()?;
+    let all = schemas();
+    let pick = pick as usize;
+    Some((&all[pick % all.len()], pick / all.len(), bytes))
+}
+
 /// A few schemas covering every field type, nullable fields and composite keys (parsed
 /// once per process).
 pub fn schemas() -> &'static [Schema] {

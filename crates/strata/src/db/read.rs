@@ -240,12 +240,6 @@ impl DirIter {
     }
 
     fn next_entry(&mut self) -> Result<Option<Entry>> {
-        if self.done {
-            return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
-        }
         match self.dir {
             Direction::Forward => self.next_forward(),
             Direction::Reverse => self.next_reverse(),
@@ -253,6 +247,20 @@ impl DirIter {
     }
 
     fn next_forward(&mut self) -> Result<Option<Entry>> {
+        Ok(self
+            .step_forward(true)?
+            .map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
+    }
+
+    /// Moves to the next visible entry going forward, leaving its user key in
+    /// `key_buf`; returns its seqno and, when `want_value`, its value.
+    fn step_forward(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        if !self.started {
+            self.start()?;
+        }
         while self.merge.valid() {
             let Some(p) = parse_internal_key(self.merge.key()) else {
                 self.merge.advance()?;
@@ -272,7 +280,7 @@ impl DirIter {
                 && !self.rdi.deletes(p.user_key, p.seq)
                 && !self.killed(self.merge.value(), p.seq);
             let seq = p.seq;
-            let value = if live { Some(self.merge.value().to_vec()) } else { None };
+            let value = (live && want_value).then(|| self.merge.value().to_vec());
             // Skip the rest of this user key.
             loop {
                 self.merge.advance()?;
@@ -283,8 +291,8 @@ impl DirIter {
                     break;
                 }
             }
-            if let Some(v) = value {
-                return Ok(Some((self.key_buf.clone(), seq, v)));
+            if live {
+                return Ok(Some((seq, value)));
             }
         }
         self.done = true;
@@ -292,6 +300,20 @@ impl DirIter {
     }
 
     fn next_reverse(&mut self) -> Result<Option<Entry>> {
+        Ok(self
+            .step_reverse(true)?
+            .map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
+    }
+
+    /// Moves to the next visible entry going backward, leaving its user key in
+    /// `key_buf`; returns its seqno and, when `want_value`, its value.
+    fn step_reverse(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        if !self.started {
+            self.start()?;
+        }
         // Going backwards a user key's versions arrive oldest first; the last visible
         // one seen before the key changes is the newest.
         while self.merge.valid() {
@@ -308,14 +330,16 @@ impl DirIter {
             }
             self.key_buf.clear();
             self.key_buf.extend_from_slice(p.user_key);
-            let mut newest: Option<(SeqNo, ValueKind, Vec<u8>)> = None;
+            let mut newest: Option<(SeqNo, ValueKind, Option<Vec<u8>>)> = None;
             loop {
                 if let Some(p) = parse_internal_key(self.merge.key()) {
                     if p.user_key != self.key_buf.as_slice() {
                         break;
                     }
                     if p.seq <= self.snapshot {
-                        newest = Some((p.seq, p.kind, self.merge.value().to_vec()));
+                        // A delete-where record judges a version by its value.
+                        let v = (want_value || self.deletes.is_some()).then(|| self.merge.value().to_vec());
+                        newest = Some((p.seq, p.kind, v));
                     }
                 }
                 self.merge.advance()?;
@@ -325,9 +349,9 @@ impl DirIter {
             }
             if let Some((seq, ValueKind::Put, v)) = newest
                 && !self.rdi.deletes(&self.key_buf, seq)
-                && !self.killed(&v, seq)
+                && !self.killed(v.as_deref().unwrap_or_default(), seq)
             {
-                return Ok(Some((self.key_buf.clone(), seq, v)));
+                return Ok(Some((seq, v.filter(|_| want_value))));
             }
         }
         self.done = true;
@@ -461,6 +485,60 @@ impl Scan {
     /// The next entry from the back, with the seqno of its visible version.
     pub(crate) fn next_back_versioned(&mut self) -> Option<Result<Entry>> {
         self.step(Direction::Reverse)
+    }
+
+    /// The next live key in direction `dir`, without its value (multimaps, whose
+    /// entries are all key), borrowed from the cursor's buffer: no allocation per entry.
+    /// The two ends still stop where they meet, as with `next`/`next_back`.
+    pub(crate) fn next_key_only(&mut self, dir: Direction) -> Option<Result<&[u8]>> {
+        if self.finished {
+            return None;
+        }
+        let slot = match dir {
+            Direction::Forward => &self.front,
+            Direction::Reverse => &self.back,
+        };
+        if slot.is_none() {
+            let made = self.make(dir);
+            match dir {
+                Direction::Forward => self.front = Some(made),
+                Direction::Reverse => self.back = Some(made),
+            }
+        }
+        let (it, mine, other) = match dir {
+            Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
+            Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),
+        };
+        let r = match dir {
+            Direction::Forward => it.step_forward(false),
+            Direction::Reverse => it.step_reverse(false),
+        };
+        match r {
+            Ok(Some(_)) => {
+                let k = it.key_buf.as_slice();
+                let crossed = other.as_ref().is_some_and(|o| match dir {
+                    Direction::Forward => k >= o.as_slice(),
+                    Direction::Reverse => k <= o.as_slice(),
+                });
+                if crossed {
+                    self.finished = true;
+                    return None;
+                }
+                // Reuses the buffer: a copy, not an allocation, per entry.
+                let last = mine.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(k);
+                Some(Ok(k))
+            }
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(e) => {
+                self.finished = true;
+                Some(Err(e))
+            }
+        }
     }
 
     /// One step of the cursor of `dir`; the scan ends where the two ends meet.

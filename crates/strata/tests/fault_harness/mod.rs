@@ -902,10 +902,17 @@ fn run_inner(s: &Scenario) -> Outcome {
         out.close_error = hs.close().err().map(|e| e.to_string());
     }
     assert_eq!(h.state().open_writers(), 0, "{ctx} files still open after close");
+    let errors = format!("{:?}", w.errors);
+    recover_and_verify(&ctx, &h, &mut w, out, &errors)
+}
+
+/// The common end of a fault run: records the faults, reopens with them
+/// cleared, verifies every acknowledged write, then writes, compacts and
+/// verifies again; `errors` are shown if the first verification fails.
+fn recover_and_verify(ctx: &str, h: &Harness, w: &mut Workload, mut out: Outcome, errors: &str) -> Outcome {
     out.injected = h.state().injected_total();
     out.fault_log = h.state().log();
     out.read_errors = w.read_errors.len();
-
     let hs = h.open_handles().unwrap_or_else(|e| {
         panic!(
             "{ctx} reopen after the fault cleared failed: {e}\nfaults: {:?}",
@@ -914,8 +921,8 @@ fn run_inner(s: &Scenario) -> Outcome {
     });
     if let Err(p) = w.verify(&hs) {
         panic!(
-            "{ctx} after reopen: {p}\nfaults injected: {:?}\nerrors: {:?}",
-            out.fault_log, w.errors
+            "{ctx} after reopen: {p}\nfaults injected: {:?}\nerrors: {errors}",
+            out.fault_log
         );
     }
     // The recovered database works: more writes, a full compaction, verify again.
@@ -1052,38 +1059,8 @@ fn open_fault_inner(name: &str, seed: u64, faults: &[FaultSpec], reads: ReadPoli
     }
     assert_eq!(h.state().open_writers(), 0, "{ctx} files still open after close");
     h.state().clear();
-    out.injected = h.state().injected_total();
-    out.fault_log = h.state().log();
-    out.read_errors = w.read_errors.len();
-    let hs = h.open_handles().unwrap_or_else(|e| {
-        panic!(
-            "{ctx} reopen after the fault cleared failed: {e}\nfaults: {:?}",
-            out.fault_log
-        )
-    });
-    if let Err(p) = w.verify(&hs) {
-        panic!(
-            "{ctx} after reopen: {p}\nfaults injected: {:?}\nerrors: {:?}",
-            out.fault_log, out.errors
-        );
-    }
-    for _ in 0..20 {
-        w.step(&hs)
-            .unwrap_or_else(|e| panic!("{ctx} write after recovery failed: {e}"));
-    }
-    no_panic("compact", || hs.db.compact_range()).unwrap_or_else(|e| panic!("{ctx} compaction after recovery: {e}"));
-    if let Err(p) = w.verify(&hs) {
-        panic!(
-            "{ctx} after recovery and compaction: {p}\nfaults injected: {:?}",
-            out.fault_log
-        );
-    }
-    hs.close().unwrap_or_else(|e| panic!("{ctx} close after recovery: {e}"));
-    let panics = background_panics();
-    assert!(panics.is_empty(), "{ctx} background threads panicked: {panics:?}");
-    out.acked = w.acked();
-    out.failed = w.failed();
-    out
+    let errors = format!("{:?}", out.errors);
+    recover_and_verify(&ctx, &h, &mut w, out, &errors)
 }
 
 /// Counts matching operations of a fault-free open of the history.

@@ -202,6 +202,20 @@ pub fn op(nks: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A drawn history: 1 to 3 keyspaces and 100 to 300 operations over them.
+pub fn history() -> impl Strategy<Value = (usize, Vec<Op>)> {
+    (1usize..=3).prop_flat_map(|nks| (Just(nks), proptest::collection::vec(op(nks), 100..300)))
+}
+
+/// The proptest settings of the model tests: 60 drawn histories, patient shrinking.
+pub fn model_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 60,
+        max_shrink_iters: 1000,
+        ..ProptestConfig::default()
+    }
+}
+
 /// Options small enough that a few hundred operations flush and compact.
 pub fn small_options() -> Options {
     Options {

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::table::check::{CheckOptions, CheckReport};
+use strata::table::schema::Schema;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Options};
@@ -45,6 +46,22 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
+/// Creates the table that `schema` describes.
+pub fn create_table(db: &Db, schema: &str) -> Table {
+    db.create_table(Schema::parse(schema).expect("schema"))
+        .expect("create table")
+}
+
+/// The names of a table's indexes, in schema order.
+pub fn index_names(t: &Table) -> Vec<String> {
+    t.schema()
+        .expect("schema")
+        .indexes
+        .iter()
+        .map(|i| i.name.clone())
+        .collect()
+}
+
 pub fn u(x: u64) -> Value {
     Value::U64(x)
 }
@@ -67,6 +84,11 @@ pub fn value_eq(a: &Value, b: &Value) -> bool {
 
 pub fn row_eq(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y))
+}
+
+/// Asserts `got` equals `want` by [`rows_eq`]; `what` names the read in the message.
+pub fn assert_rows_eq(got: &[Row], want: &[Row], what: &str) {
+    assert!(rows_eq(got, want), "{what}: {} rows, want {}", got.len(), want.len());
 }
 
 pub fn rows_eq(a: &[Row], b: &[Row]) -> bool {

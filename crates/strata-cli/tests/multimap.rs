@@ -1,0 +1,213 @@
+//! `strata multimap ...` against temporary directories: put, paged get, delete, and
+//! loading CSV and JSON Lines into one database or hash partitions.
+
+use std::path::Path;
+use std::process::Command;
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(db: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("STRATA_DB")
+        .output()
+        .expect("the strata binary runs");
+    let r = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !r.stderr.contains("panicked"),
+        "strata {args:?} panicked:\n{}",
+        r.stderr
+    );
+    r
+}
+
+fn ok(db: &Path, args: &[&str]) -> String {
+    let r = run(db, args);
+    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
+    r.stdout
+}
+
+fn fails(db: &Path, args: &[&str], code: i32, needle: &str) {
+    let r = run(db, args);
+    assert_eq!(
+        r.code,
+        Some(code),
+        "strata {args:?}: stdout {} stderr {}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", r.stderr);
+}
+
+#[test]
+fn put_get_pages_and_delete() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    ok(&db, &["multimap", "put", "by_author", "alice", "c3", "c1", "c2", "c4"]);
+    assert_eq!(ok(&db, &["mm", "get", "by_author", "alice"]), "c1\nc2\nc3\nc4\n");
+    // Pages of two: the last value of a page starts the next.
+    assert_eq!(
+        ok(&db, &["mm", "get", "by_author", "alice", "--limit", "2"]),
+        "c1\nc2\n"
+    );
+    assert_eq!(
+        ok(
+            &db,
+            &["mm", "get", "by_author", "alice", "--limit", "2", "--after", "c2"]
+        ),
+        "c3\nc4\n"
+    );
+    assert_eq!(
+        ok(
+            &db,
+            &[
+                "mm",
+                "get",
+                "by_author",
+                "alice",
+                "--reverse",
+                "--from",
+                "c3",
+                "--limit",
+                "2"
+            ]
+        ),
+        "c3\nc2\n"
+    );
+    assert_eq!(ok(&db, &["mm", "get", "by_author", "alice", "--count"]), "4\n");
+    ok(&db, &["mm", "del", "by_author", "alice", "c2"]);
+    assert_eq!(ok(&db, &["mm", "get", "by_author", "alice"]), "c1\nc3\nc4\n");
+    ok(&db, &["mm", "del", "by_author", "alice", "--all"]);
+    assert_eq!(ok(&db, &["mm", "get", "by_author", "alice", "--count"]), "0\n");
+    fails(&db, &["mm", "del", "by_author", "alice"], 2, "--all");
+    fails(&db, &["mm", "put", "by_author", "", "v"], 2, "key is empty");
+    fails(&db, &["mm", "get", "nosuch", "alice"], 1, "not found");
+    // Hex keys and values.
+    ok(&db, &["--hex", "mm", "put", "bin", "00ff", "0001", "00"]);
+    assert_eq!(ok(&db, &["--hex", "mm", "get", "bin", "00ff"]), "00\n0001\n");
+}
+
+#[test]
+fn load_csv_into_partitions_and_jsonl_into_one_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("comments.csv");
+    let mut text = String::from("id,author,subreddit\n");
+    for i in 0..3000 {
+        text.push_str(&format!("{i:07},author{},sub{}\n", i % 10, i % 3));
+    }
+    std::fs::write(&csv, text).expect("write csv");
+    let parts = dir.path().join("parts");
+    let csv_s = csv.to_str().expect("utf-8");
+    let out = ok(
+        &parts,
+        &[
+            "mm",
+            "load",
+            "by_author",
+            csv_s,
+            "--key-field",
+            "author",
+            "--value-field",
+            "id",
+            "--partitions",
+            "3",
+            "--threads",
+            "2",
+        ],
+    );
+    assert_eq!(out, "loaded 3000 pairs into multimap by_author (3 partitions)\n");
+    assert!(parts.join("PARTITIONS").exists() && parts.join("p002").is_dir());
+    assert_eq!(ok(&parts, &["mm", "get", "by_author", "author7", "--count"]), "300\n");
+    assert_eq!(
+        ok(&parts, &["mm", "get", "by_author", "author7", "--limit", "2"]),
+        "0000007\n0000017\n"
+    );
+    // A second load into the same directory keeps its partition count.
+    fails(
+        &parts,
+        &[
+            "mm",
+            "load",
+            "x",
+            csv_s,
+            "--key-field",
+            "author",
+            "--value-field",
+            "id",
+            "--partitions",
+            "4",
+        ],
+        1,
+        "holds 3 partitions",
+    );
+    fails(
+        &parts,
+        &["mm", "load", "x", csv_s, "--partitions", "0"],
+        2,
+        "partition count 0",
+    );
+
+    let jsonl = dir.path().join("c.jsonl");
+    std::fs::write(&jsonl, "{\"k\":\"sub1\",\"v\":42}\n\n{\"k\":\"sub1\",\"v\":\"x\"}\n").expect("write");
+    let db = dir.path().join("db");
+    let out = ok(
+        &db,
+        &[
+            "mm",
+            "load",
+            "by_sub",
+            jsonl.to_str().expect("utf-8"),
+            "--key-field",
+            "k",
+            "--value-field",
+            "v",
+        ],
+    );
+    assert_eq!(out, "loaded 2 pairs into multimap by_sub (1 partition)\n");
+    assert_eq!(ok(&db, &["mm", "get", "by_sub", "sub1"]), "42\nx\n");
+}
+
+#[test]
+fn a_bad_line_loads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    ok(&db, &["mm", "put", "m", "k", "before"]);
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"key\":\"k\",\"value\":\"1\"}\n{\"key\":\"\",\"value\":\"2\"}\n",
+    )
+    .expect("write");
+    fails(
+        &db,
+        &["mm", "load", "m", bad.to_str().expect("utf-8")],
+        1,
+        "line 2: multimap key is empty",
+    );
+    std::fs::write(&bad, "{\"key\":\"k\",\"value\":\"1\"}\nnot json\n").expect("write");
+    fails(
+        &db,
+        &["mm", "load", "m", bad.to_str().expect("utf-8")],
+        1,
+        "line 2: not JSON",
+    );
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "key,other\nk,1\n").expect("write");
+    fails(
+        &db,
+        &["mm", "load", "m", csv.to_str().expect("utf-8")],
+        1,
+        "no column \"value\"",
+    );
+    assert_eq!(ok(&db, &["mm", "get", "m", "k"]), "before\n");
+}

@@ -1,0 +1,175 @@
+//! Merging the scans of several partitions into one stream in key order.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::error::Result;
+
+/// One buffered head of a source.
+struct Head {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    src: usize,
+    descending: bool,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Head {
+    // `BinaryHeap` pops the greatest: ascending merges invert the key order. Equal keys
+    // (only possible when the sources are not disjoint) come out in source order.
+    fn cmp(&self, o: &Self) -> Ordering {
+        let by_key = if self.descending {
+            self.key.cmp(&o.key)
+        } else {
+            o.key.cmp(&self.key)
+        };
+        by_key.then(o.src.cmp(&self.src))
+    }
+}
+
+/// A k-way merge of sorted `(key, value)` streams: ascending when every source is
+/// ascending, descending when built with [`MergedScan::descending`] over descending
+/// sources. Holds one entry per source. The first error of any source is yielded and
+/// ends the merge.
+///
+/// ```
+/// use strata::partition::MergedScan;
+/// let a = vec![Ok((b"a".to_vec(), vec![])), Ok((b"c".to_vec(), vec![]))];
+/// let b = vec![Ok((b"b".to_vec(), vec![]))];
+/// let keys: Vec<_> = MergedScan::ascending(vec![a.into_iter(), b.into_iter()])
+///     .map(|r| r.unwrap().0)
+///     .collect();
+/// assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+/// ```
+pub struct MergedScan<I> {
+    sources: Vec<I>,
+    heap: BinaryHeap<Head>,
+    descending: bool,
+    started: bool,
+    done: bool,
+    /// A source's error met while refilling, yielded after the entry popped before it.
+    pending: Option<crate::error::Error>,
+}
+
+impl<I> std::fmt::Debug for MergedScan<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MergedScan")
+            .field("sources", &self.sources.len())
+            .field("descending", &self.descending)
+            .finish()
+    }
+}
+
+impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> MergedScan<I> {
+    /// Merges ascending sources.
+    pub fn ascending(sources: Vec<I>) -> Self {
+        Self::new(sources, false)
+    }
+
+    /// Merges descending sources (e.g. reversed scans).
+    pub fn descending(sources: Vec<I>) -> Self {
+        Self::new(sources, true)
+    }
+
+    fn new(sources: Vec<I>, descending: bool) -> Self {
+        MergedScan {
+            heap: BinaryHeap::with_capacity(sources.len()),
+            sources,
+            descending,
+            started: false,
+            done: false,
+            pending: None,
+        }
+    }
+
+    /// Pulls the next entry of source `src` into the heap.
+    fn refill(&mut self, src: usize) -> Result<()> {
+        if let Some(r) = self.sources[src].next() {
+            let (key, value) = r?;
+            self.heap.push(Head {
+                key,
+                value,
+                src,
+                descending: self.descending,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> Iterator for MergedScan<I> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some(e) = self.pending.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if !self.started {
+            self.started = true;
+            for src in 0..self.sources.len() {
+                if let Err(e) = self.refill(src) {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let Some(head) = self.heap.pop() else {
+            self.done = true;
+            return None;
+        };
+        if let Err(e) = self.refill(head.src) {
+            self.pending = Some(e);
+        }
+        Some(Ok((head.key, head.value)))
+    }
+}
+
+impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> std::iter::FusedIterator for MergedScan<I> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn src(keys: &[&str]) -> std::vec::IntoIter<Result<(Vec<u8>, Vec<u8>)>> {
+        keys.iter()
+            .map(|k| Ok((k.as_bytes().to_vec(), k.to_uppercase().into_bytes())))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    fn keys(m: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>) -> Vec<String> {
+        m.map(|r| String::from_utf8(r.expect("ok").0).expect("utf8")).collect()
+    }
+
+    #[test]
+    fn merges_in_both_directions() {
+        let m = MergedScan::ascending(vec![src(&["b", "e"]), src(&[]), src(&["a", "c", "d"])]);
+        assert_eq!(keys(m), ["a", "b", "c", "d", "e"]);
+        let m = MergedScan::descending(vec![src(&["e", "b"]), src(&["d", "c", "a"])]);
+        assert_eq!(keys(m), ["e", "d", "c", "b", "a"]);
+    }
+
+    #[test]
+    fn an_error_is_yielded_once_and_ends_the_merge() {
+        let bad: Vec<Result<(Vec<u8>, Vec<u8>)>> = vec![Ok((b"a".to_vec(), vec![])), Err(Error::Closed)];
+        let mut m = MergedScan::ascending(vec![bad.into_iter(), src(&["b", "c"])]);
+        assert_eq!(m.next().expect("a").expect("ok").0, b"a");
+        assert!(matches!(m.next(), Some(Err(Error::Closed))));
+        assert!(m.next().is_none());
+    }
+}

@@ -1,0 +1,775 @@
+//! The key-value API: `Database`, `Keyspace`, `WriteBatch`, `Snapshot` and `Scan`.
+//!
+//! Lifetimes: every Python object of a database holds an `Arc<Shared>`. `close()` sets
+//! `Shared::closed` and closes the engine; every later call on any of these objects
+//! (iterators and snapshots included) raises `ClosedError` instead of touching it.
+//!
+//! Locking: the GIL is released (`py.detach`) around every call into the engine. No
+//! thread may wait for a lock while holding the GIL if the lock's holder may need the
+//! GIL to let go of it: `Shared::db` is only locked with the GIL released; the mutexes of
+//! batches, transactions and snapshots are never held across a release; an iterator's
+//! mutex is held across the release of its read-ahead, so it is only ever tried
+//! ([`busy`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use strata::{Db, Keyspace as EngineKeyspace};
+
+use crate::convert::{bound_arg, bytes_arg};
+use crate::errors;
+
+/// What every object of one open database shares.
+pub struct Shared {
+    /// `None` once closed.
+    db: RwLock<Option<Db>>,
+    closed: AtomicBool,
+    pub path: String,
+}
+
+impl Shared {
+    /// `ClosedError` once `close()` has begun.
+    pub fn check(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(errors::closed(py));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the engine with the GIL released.
+    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Db) -> strata::Result<T> + Send) -> PyResult<T> {
+        self.check(py)?;
+        py.detach(|| {
+            let g = self.db.read();
+            match g.as_ref() {
+                Some(db) => f(db),
+                None => Err(strata::Error::Closed),
+            }
+        })
+        .map_err(|e| errors::to_py(py, e))
+    }
+}
+
+/// Runs `f` with the GIL released and maps its error.
+pub fn engine<T: Send>(py: Python<'_>, shared: &Shared, f: impl FnOnce() -> strata::Result<T> + Send) -> PyResult<T> {
+    shared.check(py)?;
+    py.detach(f).map_err(|e| errors::to_py(py, e))
+}
+
+/// An open database: the default keyspace's key-value API, plus keyspaces, batches,
+/// snapshots and tables. Use `strata.open(path, **options)`.
+#[pyclass(frozen, module = "strata")]
+pub struct Database {
+    pub shared: Arc<Shared>,
+    default: EngineKeyspace,
+}
+
+#[pymethods]
+impl Database {
+    #[new]
+    #[pyo3(signature = (path, **options))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let opts = crate::options::parse(py, options)?;
+        let p = path.clone();
+        let db = py
+            .detach(move || Db::open(&p, opts))
+            .map_err(|e| errors::to_py(py, e))?;
+        let default = db.default_keyspace();
+        Ok(Database {
+            shared: Arc::new(Shared {
+                db: RwLock::new(Some(db)),
+                closed: AtomicBool::new(false),
+                path: path.display().to_string(),
+            }),
+            default,
+        })
+    }
+
+    /// The database directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.shared.path.clone()
+    }
+
+    /// True once `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Flushes and closes the database; later calls on it, its keyspaces, tables,
+    /// iterators and snapshots raise `ClosedError`. Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let shared = &self.shared;
+        py.detach(|| match shared.db.write().take() {
+            Some(db) => db.close(),
+            None => Ok(()),
+        })
+        .map_err(|e| errors::to_py(py, e))
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<strata.Database {:?}{}>",
+            self.shared.path,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+
+    /// Sets `key` to `value` in the default keyspace.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        put(py, &self.shared, &self.default, key, value)
+    }
+
+    /// The value of `key` in the default keyspace, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        get(py, &self.shared, &self.default, key, default)
+    }
+
+    /// Deletes `key` from the default keyspace (no error if absent).
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete(py, &self.shared, &self.default, key)
+    }
+
+    /// Deletes every key in `[start, end)` of the default keyspace.
+    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete_range(py, &self.shared, &self.default, start, end)
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        getitem(py, &self.shared, &self.default, key)
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        put(py, &self.shared, &self.default, key, value)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete(py, &self.shared, &self.default, key)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        contains(py, &self.shared, &self.default, key)
+    }
+
+    /// A lazy iterator of `(key, value)` over `[start, end)` of the default keyspace
+    /// (`None` = unbounded), ascending, or descending with `reverse=True`.
+    #[pyo3(signature = (start=None, end=None, reverse=false))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<Scan> {
+        scan(py, &self.shared, &self.default, None, start, end, reverse, false)
+    }
+
+    /// Iterates over the keys of the default keyspace in order.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
+        scan(py, &self.shared, &self.default, None, None, None, false, true)
+    }
+
+    /// The keyspace `name`, created when missing and `create` is true.
+    #[pyo3(signature = (name, create=true))]
+    fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<Keyspace> {
+        let ks = self.shared.with_db(py, |db| {
+            if create {
+                db.keyspace_or_create(name)
+            } else {
+                db.keyspace(name)
+            }
+        })?;
+        Ok(Keyspace {
+            shared: self.shared.clone(),
+            ks,
+        })
+    }
+
+    /// Names of the keyspaces (tables' own keyspaces are left out).
+    fn keyspaces(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.shared.with_db(py, |db| {
+            Ok(db
+                .list_keyspaces()
+                .into_iter()
+                .filter(|n| !n.starts_with(strata::db::RESERVED_PREFIX))
+                .collect())
+        })
+    }
+
+    /// Drops keyspace `name` and its data.
+    fn drop_keyspace(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.shared.with_db(py, |db| db.drop_keyspace(name))
+    }
+
+    /// A new atomic batch; `with db.batch() as b:` commits it when the block ends
+    /// without an exception.
+    fn batch(&self) -> WriteBatch {
+        WriteBatch {
+            shared: self.shared.clone(),
+            default: self.default.clone(),
+            batch: Mutex::new(Some(strata::WriteBatch::new())),
+        }
+    }
+
+    /// A consistent read view of every keyspace and table as of now.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let snap = self.shared.with_db(py, |db| Ok(db.snapshot()))?;
+        Ok(Snapshot {
+            shared: self.shared.clone(),
+            default: self.default.clone(),
+            snap: Mutex::new(Some(snap)),
+        })
+    }
+
+    /// Writes the memtable to disk.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.shared.with_db(py, |db| db.flush())
+    }
+
+    /// Compacts every keyspace fully (flushing first).
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        self.shared.with_db(py, |db| db.compact_range())
+    }
+
+    /// The engine's statistics as a dict (see docs/python.md).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.shared.with_db(py, |db| Ok(db.stats()))?;
+        crate::report::stats(py, &s)
+    }
+
+    /// Creates a table. `schema` is the text form, e.g. `"table users (id u64, name
+    /// str, age i64) primary key (id) index by_age (age) deferred"`, or a dict (see
+    /// docs/python.md).
+    fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<crate::table::Table> {
+        crate::table::create(py, &self.shared, schema)
+    }
+
+    /// The existing table `name` (`NotFoundError` if there is none).
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<crate::table::Table> {
+        crate::table::open(py, &self.shared, name)
+    }
+
+    /// Names of all tables.
+    fn tables(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.shared.with_db(py, |db| Ok(db.list_tables()))
+    }
+
+    /// Drops table `name` with its indexes and rows.
+    fn drop_table(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.shared.with_db(py, |db| db.drop_table(name))
+    }
+
+    /// Reads every block of every file and verifies that table indexes agree with their
+    /// rows; returns a report dict whose `ok` is false when problems were found.
+    #[pyo3(signature = (compact_first=false))]
+    fn check<'py>(&self, py: Python<'py>, compact_first: bool) -> PyResult<Bound<'py, PyDict>> {
+        let r = self
+            .shared
+            .with_db(py, |db| db.check(strata::table::check::CheckOptions { compact_first }))?;
+        crate::report::check(py, &r)
+    }
+}
+
+/// A named keyspace: an independent sorted key-value tree of the database, with the
+/// same methods as the database's default keyspace.
+#[pyclass(frozen, module = "strata")]
+pub struct Keyspace {
+    shared: Arc<Shared>,
+    ks: EngineKeyspace,
+}
+
+#[pymethods]
+impl Keyspace {
+    /// The keyspace name.
+    #[getter]
+    fn name(&self) -> String {
+        self.ks.name().to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<strata.Keyspace {:?}>", self.ks.name())
+    }
+
+    /// Sets `key` to `value`.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        put(py, &self.shared, &self.ks, key, value)
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        get(py, &self.shared, &self.ks, key, default)
+    }
+
+    /// Deletes `key` (no error if absent).
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete(py, &self.shared, &self.ks, key)
+    }
+
+    /// Deletes every key in `[start, end)`.
+    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete_range(py, &self.shared, &self.ks, start, end)
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        getitem(py, &self.shared, &self.ks, key)
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        put(py, &self.shared, &self.ks, key, value)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        delete(py, &self.shared, &self.ks, key)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        contains(py, &self.shared, &self.ks, key)
+    }
+
+    /// A lazy iterator of `(key, value)` over `[start, end)`.
+    #[pyo3(signature = (start=None, end=None, reverse=false))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<Scan> {
+        scan(py, &self.shared, &self.ks, None, start, end, reverse, false)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
+        scan(py, &self.shared, &self.ks, None, None, None, false, true)
+    }
+}
+
+fn put(
+    py: Python<'_>,
+    shared: &Shared,
+    ks: &EngineKeyspace,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let k = bytes_arg(key, "key")?;
+    let v = bytes_arg(value, "value")?;
+    engine(py, shared, || ks.put(&k, &v))
+}
+
+fn get(
+    py: Python<'_>,
+    shared: &Shared,
+    ks: &EngineKeyspace,
+    key: &Bound<'_, PyAny>,
+    default: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let k = bytes_arg(key, "key")?;
+    match engine(py, shared, || ks.get(&k))? {
+        Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+        None => Ok(default.unwrap_or_else(|| py.None())),
+    }
+}
+
+fn getitem(py: Python<'_>, shared: &Shared, ks: &EngineKeyspace, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let k = bytes_arg(key, "key")?;
+    match engine(py, shared, || ks.get(&k))? {
+        Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+        None => Err(PyKeyError::new_err(key.clone().unbind())),
+    }
+}
+
+fn contains(py: Python<'_>, shared: &Shared, ks: &EngineKeyspace, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let k = bytes_arg(key, "key")?;
+    Ok(engine(py, shared, || ks.get(&k))?.is_some())
+}
+
+fn delete(py: Python<'_>, shared: &Shared, ks: &EngineKeyspace, key: &Bound<'_, PyAny>) -> PyResult<()> {
+    let k = bytes_arg(key, "key")?;
+    engine(py, shared, || ks.delete(&k))
+}
+
+fn delete_range(
+    py: Python<'_>,
+    shared: &Shared,
+    ks: &EngineKeyspace,
+    start: &Bound<'_, PyAny>,
+    end: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let s = bytes_arg(start, "start")?;
+    let e = bytes_arg(end, "end")?;
+    engine(py, shared, || ks.delete_range(&s[..]..&e[..]))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    py: Python<'_>,
+    shared: &Arc<Shared>,
+    ks: &EngineKeyspace,
+    snap: Option<&strata::Snapshot>,
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+    reverse: bool,
+    keys_only: bool,
+) -> PyResult<Scan> {
+    use std::ops::Bound as B;
+    let lo = bound_arg(start, "start")?.map_or(B::Unbounded, B::Included);
+    let hi = bound_arg(end, "end")?.map_or(B::Unbounded, B::Excluded);
+    let it = engine(py, shared, || match snap {
+        Some(s) => s.scan(ks, (lo, hi)),
+        None => ks.scan((lo, hi)),
+    })?;
+    Ok(Scan {
+        shared: shared.clone(),
+        it: Mutex::new((Prefetch::new(), it)),
+        reverse,
+        keys_only,
+    })
+}
+
+type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// A lazy iterator over a key range, yielding `(key, value)` tuples of `bytes` (or keys
+/// alone when iterating a keyspace directly). Raises `ClosedError` once the database is
+/// closed.
+#[pyclass(frozen, module = "strata")]
+pub struct Scan {
+    shared: Arc<Shared>,
+    it: Mutex<(Prefetch<KeyValue>, strata::Scan)>,
+    reverse: bool,
+    keys_only: bool,
+}
+
+/// A guard of an iterator's lock. Never waited for while holding the GIL: a second
+/// thread advancing the same iterator at the same moment gets an error, as a generator
+/// does.
+pub fn busy<G>(guard: Option<G>) -> PyResult<G> {
+    guard.ok_or_else(|| PyRuntimeError::new_err("the iterator is being advanced by another thread"))
+}
+
+/// Items read ahead of the caller, so that the GIL is released once per run of items
+/// rather than per item: a scan reads at a fixed snapshot, so reading ahead changes no
+/// result. Runs start short (a caller may stop early) and double up to 512.
+pub struct Prefetch<T> {
+    pub buf: std::collections::VecDeque<T>,
+    pub run: usize,
+    pub done: bool,
+    /// An error met while reading ahead, raised once the items before it are taken.
+    pub err: Option<strata::Error>,
+}
+
+impl<T> Prefetch<T> {
+    pub fn new() -> Self {
+        Prefetch {
+            buf: std::collections::VecDeque::new(),
+            run: 8,
+            done: false,
+            err: None,
+        }
+    }
+
+    /// The next item: from the buffer, or after refilling it with `fill(n)` (up to `n`
+    /// items; fewer means the end).
+    pub fn next(
+        &mut self,
+        py: Python<'_>,
+        shared: &Shared,
+        fill: impl FnOnce(usize, &mut std::collections::VecDeque<T>) -> strata::Result<()> + Send,
+    ) -> PyResult<Option<T>>
+    where
+        T: Send,
+    {
+        shared.check(py)?;
+        if self.buf.is_empty() && !self.done {
+            let n = self.run;
+            self.run = (self.run * 2).min(512);
+            let buf = &mut self.buf;
+            let r = py.detach(|| fill(n, buf));
+            if self.buf.len() < n {
+                self.done = true;
+            }
+            if let Err(e) = r {
+                self.done = true;
+                self.err = Some(e);
+            }
+        }
+        match self.buf.pop_front() {
+            Some(item) => Ok(Some(item)),
+            None => match self.err.take() {
+                Some(e) => Err(errors::to_py(py, e)),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+#[pymethods]
+impl Scan {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let reverse = self.reverse;
+        let mut guard = busy(self.it.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let item = pf.next(py, &self.shared, |n, buf| {
+            for _ in 0..n {
+                let next = if reverse { it.next_back() } else { it.next() };
+                match next {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })?;
+        Ok(match item {
+            None => None,
+            Some((k, v)) => {
+                let k = PyBytes::new(py, &k);
+                Some(if self.keys_only {
+                    k.into_any().unbind()
+                } else {
+                    PyTuple::new(py, [k, PyBytes::new(py, &v)])?.into_any().unbind()
+                })
+            }
+        })
+    }
+}
+
+/// An atomic batch of puts and deletes, possibly across keyspaces. Used as a context
+/// manager it commits when the block ends without an exception and discards itself
+/// otherwise.
+#[pyclass(frozen, module = "strata")]
+pub struct WriteBatch {
+    shared: Arc<Shared>,
+    default: EngineKeyspace,
+    /// `None` once committed or discarded.
+    batch: Mutex<Option<strata::WriteBatch>>,
+}
+
+impl WriteBatch {
+    fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
+        match ks {
+            None => Ok(&self.default),
+            Some(k) => {
+                let k = k.get();
+                if !Arc::ptr_eq(&k.shared, &self.shared) {
+                    return Err(errors::invalid(py, "the keyspace belongs to another database"));
+                }
+                Ok(&k.ks)
+            }
+        }
+    }
+
+    fn edit(&self, py: Python<'_>, f: impl FnOnce(&mut strata::WriteBatch)) -> PyResult<()> {
+        match self.batch.lock().as_mut() {
+            Some(b) => {
+                f(b);
+                Ok(())
+            }
+            None => Err(errors::invalid(py, "the batch was already committed or discarded")),
+        }
+    }
+}
+
+#[pymethods]
+impl WriteBatch {
+    /// Adds a put of `key` (in `keyspace`, default: the default keyspace).
+    #[pyo3(signature = (key, value, keyspace=None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let ks = self.target(py, keyspace)?;
+        let k = bytes_arg(key, "key")?;
+        let v = bytes_arg(value, "value")?;
+        self.edit(py, |b| b.put(ks, &k, &v))
+    }
+
+    /// Adds a delete of `key`.
+    #[pyo3(signature = (key, keyspace=None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, keyspace: Option<&Bound<'_, Keyspace>>) -> PyResult<()> {
+        let ks = self.target(py, keyspace)?;
+        let k = bytes_arg(key, "key")?;
+        self.edit(py, |b| b.delete(ks, &k))
+    }
+
+    /// Adds a delete of every key in `[start, end)`.
+    #[pyo3(signature = (start, end, keyspace=None))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let ks = self.target(py, keyspace)?;
+        let s = bytes_arg(start, "start")?;
+        let e = bytes_arg(end, "end")?;
+        if s >= e {
+            return Err(errors::invalid(py, "delete_range needs start < end"));
+        }
+        self.edit(py, |b| b.delete_range(ks, &s, &e))
+    }
+
+    /// Operations added so far.
+    fn __len__(&self) -> usize {
+        self.batch.lock().as_ref().map_or(0, |b| b.len())
+    }
+
+    /// Writes every operation atomically; the batch cannot be used afterwards.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(b) = self.batch.lock().take() else {
+            return Err(errors::invalid(py, "the batch was already committed or discarded"));
+        };
+        self.shared.with_db(py, move |db| db.write(b))
+    }
+
+    /// Drops every operation without writing.
+    fn discard(&self) {
+        self.batch.lock().take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.discard();
+        } else if self.batch.lock().is_some() {
+            self.commit(py)?;
+        }
+        Ok(false)
+    }
+}
+
+/// A consistent read view at one point in time. `release()` (or leaving its `with`
+/// block) lets compaction drop the versions it kept; afterwards it raises `ClosedError`.
+#[pyclass(frozen, module = "strata")]
+pub struct Snapshot {
+    pub shared: Arc<Shared>,
+    default: EngineKeyspace,
+    snap: Mutex<Option<strata::Snapshot>>,
+}
+
+impl Snapshot {
+    /// The engine snapshot, or `ClosedError` once released or the database closed.
+    pub fn engine_snapshot(&self, py: Python<'_>) -> PyResult<strata::Snapshot> {
+        self.shared.check(py)?;
+        self.snap
+            .lock()
+            .clone()
+            .ok_or_else(|| errors::new(py, "ClosedError", "snapshot was released"))
+    }
+
+    fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
+        match ks {
+            None => Ok(&self.default),
+            Some(k) => {
+                let k = k.get();
+                if !Arc::ptr_eq(&k.shared, &self.shared) {
+                    return Err(errors::invalid(py, "the keyspace belongs to another database"));
+                }
+                Ok(&k.ks)
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The value of `key` (in `keyspace`) as of the snapshot, or `default`.
+    #[pyo3(signature = (key, default=None, keyspace=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<Py<PyAny>> {
+        let ks = self.target(py, keyspace)?;
+        let snap = self.engine_snapshot(py)?;
+        let k = bytes_arg(key, "key")?;
+        match engine(py, &self.shared, || snap.get(ks, &k))? {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// A lazy iterator of `(key, value)` over `[start, end)` as of the snapshot.
+    #[pyo3(signature = (start=None, end=None, reverse=false, keyspace=None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<Scan> {
+        let ks = self.target(py, keyspace)?;
+        let snap = self.engine_snapshot(py)?;
+        scan(py, &self.shared, ks, Some(&snap), start, end, reverse, false)
+    }
+
+    /// The sequence number the snapshot reads at.
+    #[getter]
+    fn seq(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.engine_snapshot(py)?.seq())
+    }
+
+    /// Releases the snapshot (idempotent).
+    fn release(&self) {
+        self.snap.lock().take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.release();
+        false
+    }
+}

@@ -1,0 +1,38 @@
+//! `strata._strata`: the Python extension module of Strata (PyO3, abi3).
+//!
+//! The Python package `strata` (in `python/strata/`) re-exports these classes and adds
+//! `strata.open` and the exception classes. What each Rust module owns:
+//! `kv` the database, keyspaces, batches, snapshots and scans (and the lifetime and
+//! locking rules every object follows); `table` tables, transactions and selects;
+//! `convert` Python values to engine values and back; `columns` Arrow column buffers;
+//! `options` the keyword options of `open`; `report` engine reports as dicts; `errors`
+//! engine errors as Python exceptions.
+//!
+//! Multimaps (issue 22) will get their own module beside `table`, and `Database` a
+//! `create_multimap`/`multimap` pair like `create_table`/`table`.
+
+#![deny(clippy::unwrap_used)]
+
+mod columns;
+mod convert;
+mod errors;
+mod kv;
+mod options;
+mod report;
+mod table;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<kv::Database>()?;
+    m.add_class::<kv::Keyspace>()?;
+    m.add_class::<kv::WriteBatch>()?;
+    m.add_class::<kv::Snapshot>()?;
+    m.add_class::<kv::Scan>()?;
+    m.add_class::<table::Table>()?;
+    m.add_class::<table::Transaction>()?;
+    m.add_class::<table::Rows>()?;
+    m.add("OPTIONS", options::NAMES.to_vec())?;
+    Ok(())
+}

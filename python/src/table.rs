@@ -1,0 +1,596 @@
+//! Tables from Python: `Table`, `Transaction` and `Rows` (rows as dicts).
+//!
+//! A `Table` handle caches its field list (names as interned Python strings, types for
+//! conversion) when it is opened: fields never change while a table exists; a table
+//! dropped and created again needs a new handle.
+
+use std::ops::Bound as B;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use strata::table::schema::Schema;
+use strata::table::value::Value;
+
+use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
+use crate::errors;
+use crate::kv::{Prefetch, Shared, Snapshot, busy, engine};
+
+/// What a table handle knows.
+pub struct Info {
+    pub table: strata::table::Table,
+    pub fields: Vec<FieldSpec>,
+    pub pk: Vec<usize>,
+}
+
+impl Info {
+    fn pk_fields(&self) -> Vec<&FieldSpec> {
+        self.pk.iter().map(|&i| &self.fields[i]).collect()
+    }
+
+    fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+        let fields = self.pk_fields();
+        let v = key_values(py, obj, &fields, "primary key")?;
+        if v.len() != fields.len() {
+            return Err(errors::invalid(
+                py,
+                format!("primary key has {} fields, {} given", fields.len(), v.len()),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
+        let mut set = Vec::with_capacity(changes.len());
+        for (k, v) in changes.iter() {
+            let name: String = k.extract()?;
+            let Some(f) = self.fields.iter().find(|f| f.text == name) else {
+                return Err(errors::schema(py, format!("unknown field {name:?}")));
+            };
+            set.push((name, to_value(py, &v, f)?));
+        }
+        Ok(set)
+    }
+}
+
+fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>> {
+    let schema = py.detach(|| table.schema()).map_err(|e| errors::to_py(py, e))?;
+    let fields = schema
+        .fields
+        .iter()
+        .map(|f| FieldSpec {
+            name: PyString::intern(py, &f.name).unbind(),
+            text: f.name.clone(),
+            ty: f.ty,
+            nullable: f.nullable,
+        })
+        .collect();
+    let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
+    Ok(Arc::new(Info { table, fields, pk }))
+}
+
+/// `Database.create_table(schema)`: `schema` is the text form (`"table users (id u64,
+/// name str) primary key (id) index by_name (name) deferred"`) or a dict (see
+/// docs/python.md).
+pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Table> {
+    let text = if let Ok(s) = schema.cast::<PyString>() {
+        s.to_str()?.to_owned()
+    } else if let Ok(d) = schema.cast::<PyDict>() {
+        schema_text(py, d)?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "schema must be a str or a dict, not {}",
+            type_name(schema)
+        )));
+    };
+    let t = shared.with_db(py, |db| db.create_table(Schema::parse(&text)?))?;
+    Ok(Table {
+        shared: shared.clone(),
+        info: open_info(py, t)?,
+    })
+}
+
+/// `Database.table(name)`.
+pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str) -> PyResult<Table> {
+    let t = shared.with_db(py, |db| db.table(name))?;
+    Ok(Table {
+        shared: shared.clone(),
+        info: open_info(py, t)?,
+    })
+}
+
+/// The text form of a dict schema: `{"name": ..., "fields": {name: "u64" | "str null",
+/// ...} or [(name, type), ...], "primary_key": [...], "indexes": {name: [fields] |
+/// {"fields": [...], "unique": bool}}, "maintenance": "eager" | "deferred"}`.
+fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
+    // Every piece goes into the text as one or more words: refuse anything else, so that
+    // a value cannot smuggle in grammar of its own.
+    let word = |s: String, what: &str| -> PyResult<String> {
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ') {
+            return Err(errors::invalid(
+                py,
+                format!("schema {what} {s:?}: use letters, digits and _"),
+            ));
+        }
+        Ok(s)
+    };
+    let item = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        d.get_item(key)?
+            .ok_or_else(|| errors::invalid(py, format!("schema dict needs {key:?}")))
+    };
+    let names = |obj: &Bound<'_, PyAny>, what: &str| -> PyResult<String> {
+        let list: Vec<String> = if let Ok(s) = obj.extract::<String>() {
+            vec![s]
+        } else {
+            obj.extract()
+                .map_err(|_| errors::invalid(py, format!("schema {what}: expected a list of field names")))?
+        };
+        let list: PyResult<Vec<String>> = list.into_iter().map(|s| word(s, what)).collect();
+        Ok(list?.join(", "))
+    };
+    for k in d.keys() {
+        let k: String = k.extract()?;
+        if !["name", "fields", "primary_key", "indexes", "maintenance"].contains(&k.as_str()) {
+            return Err(errors::invalid(py, format!("schema dict: unknown key {k:?}")));
+        }
+    }
+    let mut text = format!("table {} (", word(item("name")?.extract()?, "name")?);
+    let fields = item("fields")?;
+    let pairs: Vec<(String, String)> = if let Ok(fd) = fields.cast::<PyDict>() {
+        fd.iter()
+            .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+            .collect::<PyResult<_>>()
+            .map_err(|_: PyErr| errors::invalid(py, "schema fields: expected {name: type}"))?
+    } else {
+        fields
+            .extract()
+            .map_err(|_| errors::invalid(py, "schema fields: expected {name: type} or [(name, type)]"))?
+    };
+    let cols: PyResult<Vec<String>> = pairs
+        .into_iter()
+        .map(|(n, t)| Ok(format!("{} {}", word(n, "field")?, word(t, "type")?)))
+        .collect();
+    text += &cols?.join(", ");
+    text += &format!(") primary key ({})", names(&item("primary_key")?, "primary_key")?);
+    if let Some(ixs) = d.get_item("indexes")? {
+        let ixs = ixs
+            .cast::<PyDict>()
+            .map_err(|_| errors::invalid(py, "schema indexes: expected {name: [fields]}"))?;
+        for (name, def) in ixs.iter() {
+            let name = word(name.extract()?, "index")?;
+            let (fields, unique) = match def.cast::<PyDict>() {
+                Ok(dd) => {
+                    let f = dd
+                        .get_item("fields")?
+                        .ok_or_else(|| errors::invalid(py, format!("index {name}: needs \"fields\"")))?;
+                    let u = match dd.get_item("unique")? {
+                        Some(u) => u.extract::<bool>()?,
+                        None => false,
+                    };
+                    (names(&f, "index fields")?, u)
+                }
+                Err(_) => (names(&def, "index fields")?, false),
+            };
+            text += &format!(" index {name}{} ({fields})", if unique { " unique" } else { "" });
+        }
+    }
+    if let Some(m) = d.get_item("maintenance")? {
+        text += " ";
+        text += &word(m.extract()?, "maintenance")?;
+    }
+    Ok(text)
+}
+
+/// A table: rows with a primary key and secondary indexes. Rows go in as dicts (by
+/// field name) or tuples (in field order) and come out as dicts.
+#[pyclass(frozen, module = "strata")]
+pub struct Table {
+    shared: Arc<Shared>,
+    info: Arc<Info>,
+}
+
+#[pymethods]
+impl Table {
+    /// The table name.
+    #[getter]
+    fn name(&self) -> String {
+        self.info.table.name().to_string()
+    }
+
+    /// Field names, in row order.
+    #[getter]
+    fn fields(&self) -> Vec<String> {
+        self.info.fields.iter().map(|f| f.text.clone()).collect()
+    }
+
+    /// The schema in its text form.
+    #[getter]
+    fn schema(&self, py: Python<'_>) -> PyResult<String> {
+        let t = &self.info.table;
+        Ok(engine(py, &self.shared, || t.schema())?.to_string())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<strata.Table {:?}>", self.info.table.name())
+    }
+
+    /// Inserts a row; `IntegrityError` if its primary key (or a unique key) exists.
+    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.insert(r))
+    }
+
+    /// Inserts the row, or overwrites the row with the same primary key.
+    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.replace(r))
+    }
+
+    /// Deletes the row with primary key `pk` (a value, or a tuple for a composite key);
+    /// no error if there is none.
+    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = self.info.pk(py, pk)?;
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.delete(&k))
+    }
+
+    /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
+    /// False when there is no such row.
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let k = self.info.pk(py, pk)?;
+        let set = self.info.changes(py, changes)?;
+        let t = &self.info.table;
+        engine(py, &self.shared, || {
+            let refs: Vec<(&str, Value)> = set.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+            t.update(&k, &refs)
+        })
+    }
+
+    /// The row with primary key `pk` as a dict, or `default`.
+    #[pyo3(signature = (pk, default=None))]
+    fn get(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = self.info.pk(py, pk)?;
+        let t = &self.info.table;
+        match engine(py, &self.shared, || t.get(&k))? {
+            Some(row) => Ok(row_to_dict(py, &row, &self.info.fields)?.into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Rows through `index` ("primary" or a secondary index): equality on the first
+    /// fields (`eq`, a value or a tuple), then a range `(low, high)` on the next one
+    /// (`None` = unbounded; `bounds` "[)" by default, or "[]", "(]", "()"), ascending
+    /// or `reverse`, at most `limit`, at `snapshot`. A lazy iterator of dicts.
+    #[pyo3(signature = (index="primary", eq=None, range=None, bounds="[)", reverse=false, limit=None, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        py: Python<'_>,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyTuple>>,
+        bounds: &str,
+        reverse: bool,
+        limit: Option<u64>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Rows> {
+        let t = &self.info.table;
+        let schema = engine(py, &self.shared, || t.schema())?;
+        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
+            self.info.pk_fields()
+        } else {
+            let def = schema
+                .index(index)
+                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
+            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
+            pos.iter().map(|&i| &self.info.fields[i]).collect()
+        };
+        let mut sel = t.select(index);
+        let mut n_eq = 0;
+        if let Some(eq) = eq.filter(|e| !e.is_none()) {
+            let vals = key_values(py, eq, &key, "eq")?;
+            n_eq = vals.len();
+            sel = sel.eq(vals);
+        }
+        if let Some(r) = range {
+            if r.len() != 2 {
+                return Err(errors::invalid(py, "range must be a (low, high) pair"));
+            }
+            let Some(field) = key.get(n_eq) else {
+                return Err(errors::invalid(
+                    py,
+                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
+                ));
+            };
+            let (lo_inc, hi_inc) = match bounds {
+                "[)" => (true, false),
+                "[]" => (true, true),
+                "(]" => (false, true),
+                "()" => (false, false),
+                _ => {
+                    return Err(errors::invalid(
+                        py,
+                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
+                    ));
+                }
+            };
+            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
+                if obj.is_none() {
+                    return Ok(B::Unbounded);
+                }
+                let v = to_value(py, &obj, field)?;
+                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
+            };
+            sel = sel.range(end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?);
+        }
+        if reverse {
+            sel = sel.reverse();
+        }
+        if let Some(n) = limit {
+            sel = sel.limit(n);
+        }
+        let snap = match snapshot {
+            Some(s) => {
+                let s = s.get();
+                if !Arc::ptr_eq(&s.shared, &self.shared) {
+                    return Err(errors::invalid(py, "the snapshot belongs to another database"));
+                }
+                Some(s.engine_snapshot(py)?)
+            }
+            None => None,
+        };
+        if let Some(s) = &snap {
+            sel = sel.at(s);
+        }
+        let rows = engine(py, &self.shared, || sel.rows())?;
+        Ok(Rows {
+            shared: self.shared.clone(),
+            info: self.info.clone(),
+            rows: Mutex::new((Prefetch::new(), rows)),
+        })
+    }
+
+    /// Number of rows (a scan of the primary index).
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.count())
+    }
+
+    /// Replaces every row of `rows` (an iterable of dicts or tuples, or a
+    /// `pyarrow.Table`) in one atomic transaction; returns the number of rows.
+    fn replace_many(&self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let all: Vec<Vec<Value>> = if crate::columns::is_arrow_table(rows)? {
+            crate::columns::rows_from_arrow(py, rows, &self.info.fields)?
+        } else {
+            let mut v = Vec::new();
+            for r in rows.try_iter()? {
+                v.push(to_row(py, &r?, &self.info.fields)?);
+            }
+            v
+        };
+        let n = all.len();
+        let t = &self.info.table;
+        engine(py, &self.shared, || {
+            let mut txn = t.transaction();
+            for r in all {
+                txn.replace(r);
+            }
+            txn.commit()
+        })?;
+        Ok(n)
+    }
+
+    /// A transaction: `with table.transaction() as t:` commits its statements atomically
+    /// when the block ends without an exception.
+    fn transaction(&self) -> Transaction {
+        Transaction {
+            shared: self.shared.clone(),
+            info: self.info.clone(),
+            txn: Mutex::new(Some(self.info.table.transaction())),
+        }
+    }
+
+    /// Adds a secondary index `name` on `fields`, building it from the existing rows.
+    #[pyo3(signature = (name, fields, unique=false))]
+    fn create_index(&self, py: Python<'_>, name: &str, fields: Vec<String>, unique: bool) -> PyResult<()> {
+        let refs: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let def = strata::table::schema::IndexDef::new(name, &refs, unique);
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.create_index(def))
+    }
+
+    /// Drops the secondary index `name`.
+    fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.drop_index(name))
+    }
+
+    /// The table's counters as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.info.table;
+        let s = engine(py, &self.shared, || t.stats())?;
+        crate::report::table_stats(py, &s)
+    }
+}
+
+/// Statements on one table, committed atomically by `commit()` or at the end of a
+/// `with` block that raised nothing (and dropped if it raised).
+#[pyclass(frozen, module = "strata")]
+pub struct Transaction {
+    shared: Arc<Shared>,
+    info: Arc<Info>,
+    txn: Mutex<Option<strata::table::Transaction>>,
+}
+
+impl Transaction {
+    fn add(&self, py: Python<'_>, f: impl FnOnce(&mut strata::table::Transaction)) -> PyResult<()> {
+        match self.txn.lock().as_mut() {
+            Some(t) => {
+                f(t);
+                Ok(())
+            }
+            None => Err(errors::invalid(
+                py,
+                "the transaction was already committed or discarded",
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Transaction {
+    /// Adds an insert (the commit fails with `IntegrityError` if the key exists).
+    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        self.add(py, |t| {
+            t.insert(r);
+        })
+    }
+
+    /// Adds a replace.
+    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        self.add(py, |t| {
+            t.replace(r);
+        })
+    }
+
+    /// Adds a delete by primary key.
+    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = self.info.pk(py, pk)?;
+        self.add(py, |t| {
+            t.delete(k);
+        })
+    }
+
+    /// Adds an update of the fields in `changes` (nothing if the row is absent).
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<()> {
+        let k = self.info.pk(py, pk)?;
+        let set = self.info.changes(py, changes)?;
+        self.add(py, |t| {
+            t.update(k, set);
+        })
+    }
+
+    /// Statements added so far.
+    fn __len__(&self) -> usize {
+        self.txn.lock().as_ref().map_or(0, |t| t.len())
+    }
+
+    /// Applies every statement atomically; returns how many were applied.
+    fn commit(&self, py: Python<'_>) -> PyResult<u64> {
+        let Some(t) = self.txn.lock().take() else {
+            return Err(errors::invalid(
+                py,
+                "the transaction was already committed or discarded",
+            ));
+        };
+        Ok(engine(py, &self.shared, move || t.commit())?.statements)
+    }
+
+    /// Drops every statement without writing.
+    fn discard(&self) {
+        self.txn.lock().take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.discard();
+        } else if self.txn.lock().is_some() {
+            self.commit(py)?;
+        }
+        Ok(false)
+    }
+}
+
+/// The rows of a select, streamed as dicts. Raises `ClosedError` once the database is
+/// closed.
+#[pyclass(frozen, module = "strata")]
+pub struct Rows {
+    shared: Arc<Shared>,
+    info: Arc<Info>,
+    rows: Mutex<(Prefetch<Vec<Value>>, strata::table::Rows)>,
+}
+
+impl Rows {
+    /// Up to `n` more rows, read with the GIL released.
+    pub fn take(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Vec<Value>>> {
+        let mut guard = busy(self.rows.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let mut out: Vec<Vec<Value>> = pf.buf.drain(..).collect();
+        if let Some(e) = pf.err.take() {
+            return Err(errors::to_py(py, e));
+        }
+        if pf.done {
+            return Ok(out);
+        }
+        engine(py, &self.shared, || {
+            while out.len() < n {
+                match it.next() {
+                    Some(r) => out.push(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl Rows {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut guard = busy(self.rows.try_lock())?;
+        let (pf, it) = &mut *guard;
+        let row = pf.next(py, &self.shared, |n, buf| {
+            for _ in 0..n {
+                match it.next() {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })?;
+        drop(guard);
+        match row {
+            Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),
+            None => Ok(None),
+        }
+    }
+
+    /// The remaining rows as a list of dicts.
+    fn all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.take(py, usize::MAX)?;
+        let list = PyList::empty(py);
+        for r in &rows {
+            list.append(row_to_dict(py, r, &self.info.fields)?)?;
+        }
+        Ok(list)
+    }
+
+    /// The remaining rows as a `pyarrow.Table` (needs pyarrow), built column by column
+    /// without a Python object per cell.
+    fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rows = self.take(py, usize::MAX)?;
+        crate::columns::arrow_from_rows(py, &rows, &self.info.fields)
+    }
+}

@@ -1,0 +1,76 @@
+"""Strata: an embedded LSM-tree storage engine with tables and secondary indexes.
+
+>>> import strata, tempfile
+>>> with strata.open(tempfile.mkdtemp()) as db:
+...     db[b"k"] = b"v"
+...     db.get(b"k")
+b'v'
+
+Keys and values are ``bytes`` (``str`` is accepted and stored as UTF-8; reads always
+return ``bytes``). See docs/python.md for the whole API.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._errors import (
+    AlreadyExistsError,
+    BackgroundError,
+    ClosedError,
+    CorruptionError,
+    Error,
+    IntegrityError,
+    InvalidArgument,
+    IoError,
+    NotADatabaseError,
+    NotFoundError,
+    SchemaError,
+)
+from ._strata import (
+    OPTIONS,
+    Database,
+    Keyspace,
+    Rows,
+    Scan,
+    Snapshot,
+    Table,
+    Transaction,
+    WriteBatch,
+)
+
+
+def open(path: str | os.PathLike[str], **options: Any) -> Database:
+    """Opens (creating it if missing) the database in directory ``path``.
+
+    Use it as a context manager to close it at the end of the block. ``options`` are
+    the engine's (``OPTIONS`` lists them), e.g. ``memtable_budget=8 << 20``,
+    ``sync="every_batch"``, ``read_only=True``.
+    """
+    return Database(path, **options)
+
+
+__all__ = [
+    "open",
+    "OPTIONS",
+    "Database",
+    "Keyspace",
+    "WriteBatch",
+    "Snapshot",
+    "Scan",
+    "Table",
+    "Transaction",
+    "Rows",
+    "Error",
+    "CorruptionError",
+    "IoError",
+    "InvalidArgument",
+    "SchemaError",
+    "IntegrityError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "NotADatabaseError",
+    "BackgroundError",
+    "ClosedError",
+]
