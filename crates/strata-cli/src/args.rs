@@ -115,6 +115,33 @@ pub enum Command {
         #[arg(allow_hyphen_values = true)]
         end: String,
     },
+    /// Declare the keyspace's delete key: WIDTH bytes at OFFSET of every value, compared
+    /// big-endian; tables written from now on hold delete tiles of H pages
+    DeleteKey {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// Offset of the field in the value
+        #[arg(long)]
+        offset: u32,
+        /// Width of the field in bytes (1..=16)
+        #[arg(long)]
+        width: u8,
+        /// Pages per delete tile: 1..=256, or auto (the cost model picks per level)
+        #[arg(long, default_value = "auto")]
+        h: String,
+    },
+    /// Delete every entry whose delete key lies from LO (inclusive) to HI (exclusive): a
+    /// secondary range delete (bounds of the delete key's width; --hex helps)
+    DeleteWhere {
+        #[command(flatten)]
+        ks: KeyspaceArg,
+        /// Smallest delete key deleted
+        #[arg(allow_hyphen_values = true)]
+        lo: String,
+        /// Smallest delete key kept (must sort after LO)
+        #[arg(allow_hyphen_values = true)]
+        hi: String,
+    },
     /// Print keys and values in key order as `key<TAB>value` lines
     Scan(ScanArgs),
     /// Print levels, files, sizes, tombstones and work counters

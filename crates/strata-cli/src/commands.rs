@@ -101,6 +101,21 @@ pub fn run(cli: Cli) -> Result<()> {
             keyspace(&db, &ks.keyspace)?.delete_range(&start[..]..&end[..])?;
             db.close()?;
         }
+        Command::DeleteKey { ks, offset, width, h } => {
+            let usage = |e: strata::Error| CliError::Usage(e.to_string());
+            let h: strata::delete_key::TileChoice = h.parse().map_err(usage)?;
+            let key = strata::delete_key::DeleteKey::new(offset, width).map_err(usage)?;
+            let db = open(db_dir, false)?;
+            keyspace(&db, &ks.keyspace)?.set_delete_key(key, h)?;
+            db.close()?;
+        }
+        Command::DeleteWhere { ks, lo, hi } => {
+            let lo = decode(enc, "LO", &lo)?;
+            let hi = decode(enc, "HI", &hi)?;
+            let db = open(db_dir, false)?;
+            keyspace(&db, &ks.keyspace)?.delete_where(&lo, &hi)?;
+            db.close()?;
+        }
         Command::Scan(args) => scan(db_dir, enc, args, &mut out)?,
         Command::Stats { json } => {
             let db = open(db_dir, false)?;

@@ -436,3 +436,60 @@ fn repair_copies_into_a_new_database() {
     assert_fails(&run(&db, &["repair", "--to", to.to_str().unwrap()]), 1, &["exists"]);
     assert_eq!(ok(&db, &["get", "d"]), "4\n");
 }
+
+#[test]
+fn delete_where_hides_entries_by_a_value_field() {
+    let (_dir, db) = new_db();
+    let db = db.as_path();
+    ok(db, &["create-keyspace", "orders"]);
+    let bad = run(db, &["delete-where", "-k", "orders", "a", "b"]);
+    assert_fails(&bad, 1, &["declares no delete key"]);
+    assert_fails(
+        &run(
+            db,
+            &[
+                "delete-key",
+                "-k",
+                "orders",
+                "--offset",
+                "0",
+                "--width",
+                "1",
+                "--h",
+                "0",
+            ],
+        ),
+        2,
+        &["h = 0"],
+    );
+    ok(
+        db,
+        &[
+            "delete-key",
+            "-k",
+            "orders",
+            "--offset",
+            "0",
+            "--width",
+            "1",
+            "--h",
+            "4",
+        ],
+    );
+    ok(db, &["put", "-k", "orders", "o1", "a-old"]);
+    ok(db, &["put", "-k", "orders", "o2", "m-mid"]);
+    ok(db, &["put", "-k", "orders", "o3", "z-new"]);
+    ok(db, &["flush"]);
+    assert_fails(
+        &run(db, &["delete-where", "-k", "orders", "aa", "n"]),
+        1,
+        &["must be 1 bytes"],
+    );
+    ok(db, &["delete-where", "-k", "orders", "a", "n"]);
+    assert_eq!(ok(db, &["scan", "-k", "orders"]), "o3\tz-new\n");
+    ok(db, &["compact"]);
+    assert_eq!(ok(db, &["scan", "-k", "orders"]), "o3\tz-new\n");
+    ok(db, &["check"]);
+    let stats = ok(db, &["stats"]);
+    assert!(stats.contains("delete tiles: h = 4 (fixed)"), "{stats}");
+}

@@ -15,6 +15,7 @@ const TAG_DELETE: u8 = 0;
 const TAG_PUT: u8 = 1;
 const TAG_DEFERRED_DELETE: u8 = 2;
 const TAG_RANGE_DELETE: u8 = 3;
+const TAG_DELETE_WHERE: u8 = 4;
 /// Tag bit: this operation shares the previous operation's seqno.
 pub const SHARES_SEQ: u8 = 0x80;
 
@@ -55,6 +56,16 @@ pub enum BatchOp<'a> {
         /// Exclusive end.
         end: &'a [u8],
     },
+    /// Delete every version older than this operation whose delete key lies in
+    /// `[lo, hi)` (a secondary range delete, `crate::delete_key`).
+    DeleteWhere {
+        /// Keyspace id.
+        keyspace: u32,
+        /// Inclusive lower bound of the delete key.
+        lo: &'a [u8],
+        /// Exclusive upper bound of the delete key.
+        hi: &'a [u8],
+    },
 }
 
 impl BatchOp<'_> {
@@ -64,7 +75,8 @@ impl BatchOp<'_> {
             BatchOp::Put { keyspace, .. }
             | BatchOp::Delete { keyspace, .. }
             | BatchOp::DeferredDelete { keyspace, .. }
-            | BatchOp::DeleteRange { keyspace, .. } => keyspace,
+            | BatchOp::DeleteRange { keyspace, .. }
+            | BatchOp::DeleteWhere { keyspace, .. } => keyspace,
         }
     }
 }
@@ -189,6 +201,20 @@ impl WriteBatch {
         put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
         put_bytes(&mut self.rep, start);
         put_bytes(&mut self.rep, end);
+    }
+
+    /// Deletes every version in keyspace `ks` whose delete key lies in `[lo, hi)` (a
+    /// secondary range delete; the keyspace must declare a delete key, which
+    /// `Db::write` checks with the bounds' width).
+    pub fn delete_where(&mut self, ks: &impl KeyspaceId, lo: &[u8], hi: &[u8]) {
+        if lo >= hi && self.error.is_none() {
+            self.error = Some("delete_where needs lo < hi (the range is empty)".into());
+        }
+        self.check("delete key bound", lo.len().max(hi.len()), MAX_KEY_SIZE);
+        self.tag(TAG_DELETE_WHERE);
+        put_varint(&mut self.rep, u64::from(ks.keyspace_id()));
+        put_bytes(&mut self.rep, lo);
+        put_bytes(&mut self.rep, hi);
     }
 
     /// Removes exactly the version of `key` written at `seq` (used by the table layer's
@@ -337,6 +363,11 @@ impl<'a> Iterator for BatchIter<'a> {
                     keyspace,
                     start: key,
                     end: self.d.length_prefixed()?,
+                },
+                TAG_DELETE_WHERE => BatchOp::DeleteWhere {
+                    keyspace,
+                    lo: key,
+                    hi: self.d.length_prefixed()?,
                 },
                 _ => {
                     return Err(crate::codec::DecodeError {

@@ -44,6 +44,7 @@ pub mod batch;
 pub mod codec;
 pub mod compaction;
 pub mod db;
+pub mod delete_key;
 pub mod error;
 pub mod fs;
 pub mod iter;

@@ -100,6 +100,7 @@ fn run_stream(db: &Db, stream: Stream, log: &Mutex<File>) -> BenchResult<()> {
                         KvOp::Put { ks: i, key, value } => b.put(&ks[i], &key, &value),
                         KvOp::Delete { ks: i, key } => b.delete(&ks[i], &key),
                         KvOp::DeleteRange { ks: i, start, end } => b.delete_range(&ks[i], &start, &end),
+                        KvOp::DeleteWhere { ks: i, lo, hi } => b.delete_where(&ks[i], &lo, &hi),
                     }
                 }
                 db.write(b)?;
@@ -135,6 +136,12 @@ pub fn create(dir: &Path) -> BenchResult<()> {
     for name in KEYSPACES {
         db.create_keyspace(name)?;
     }
+    // Keyspace 1's values start with their stream and commit number: its delete key
+    // (`workload::kv_commit`'s secondary range deletes).
+    db.keyspace(KEYSPACES[1])?.set_delete_key(
+        strata::delete_key::DeleteKey::new(0, 9)?,
+        strata::delete_key::TileChoice::Fixed(4),
+    )?;
     for deferred in [false, true] {
         db.create_table(super::workload::schema(deferred)?)?;
     }

@@ -185,6 +185,7 @@ mod tests {
                     KvOp::Put { ks: k, key, value } => b.put(&ks[k], &key, &value),
                     KvOp::Delete { ks: k, key } => b.delete(&ks[k], &key),
                     KvOp::DeleteRange { ks: k, start, end } => b.delete_range(&ks[k], &start, &end),
+                    KvOp::DeleteWhere { ks: k, lo, hi } => b.delete_where(&ks[k], &lo, &hi),
                 }
             }
             db.write(b).expect("write");

@@ -145,6 +145,20 @@ pub enum KvOp {
         start: Vec<u8>,
         end: Vec<u8>,
     },
+    /// Deletes the entries whose delete key (the value's first 9 bytes) is in
+    /// `[lo, hi)`.
+    DeleteWhere {
+        ks: usize,
+        lo: Vec<u8>,
+        hi: Vec<u8>,
+    },
+}
+
+/// The delete key of keyspace 1's own values: stream `t`, commit `n`.
+pub fn kv_delete_key(t: usize, n: u64) -> Vec<u8> {
+    let mut k = vec![t as u8];
+    k.extend_from_slice(&n.to_be_bytes());
+    k
 }
 
 /// Prefix of every key of key-value stream `t`.
@@ -175,7 +189,8 @@ pub fn kv_commit(t: usize, n: u64) -> Vec<KvOp> {
     let mut ops = Vec::new();
     for ks in 0..KEYSPACES.len() {
         for j in 0..OWN_KEYS {
-            let mut value = format!("{name}:{n}:{ks}:{j}:").into_bytes();
+            let mut value = if ks == 1 { kv_delete_key(t, n) } else { Vec::new() };
+            value.extend_from_slice(format!("{name}:{n}:{ks}:{j}:").as_bytes());
             value.resize(40 + g.below(160) as usize, b'a' + (n % 26) as u8);
             ops.push(KvOp::Put {
                 ks,
@@ -207,6 +222,15 @@ pub fn kv_commit(t: usize, n: u64) -> Vec<KvOp> {
             ks: 0,
             start: p.into_bytes(),
             end: end.into_bytes(),
+        });
+    }
+    if n >= 7 && n.is_multiple_of(7) {
+        // A secondary range delete of the own keys two to six commits back in
+        // keyspace 1 (those not overwritten since).
+        ops.push(KvOp::DeleteWhere {
+            ks: 1,
+            lo: kv_delete_key(t, n - 6),
+            hi: kv_delete_key(t, n - 1),
         });
     }
     ops.push(KvOp::Put {
@@ -324,6 +348,11 @@ impl StreamModel {
                                     maps[ks].remove(&k);
                                 }
                             }
+                            KvOp::DeleteWhere { ks, lo, hi } => {
+                                maps[ks].retain(|_, v| {
+                                    v.get(..9).is_none_or(|dk| !(lo.as_slice() <= dk && dk < hi.as_slice()))
+                                });
+                            }
                         }
                     }
                 }
@@ -373,7 +402,12 @@ mod tests {
         // Slot 10 was written by commit 10 and deleted by commit 20; slot 11 survives.
         assert!(maps[0].range(start.clone()..end.clone()).next().is_none());
         assert!(maps[0].contains_key(format!("{}0", slot_prefix(0, 11)).as_bytes()));
-        assert!(maps[1].contains_key(format!("{}0", slot_prefix(0, 10)).as_bytes()));
+        // In keyspace 1, commit 14's secondary range delete took commits 8..13 (slot 10
+        // among them); commit 15's keys are there.
+        assert!(!maps[1].contains_key(format!("{}0", slot_prefix(0, 10)).as_bytes()));
+        let kept =
+            |slot| (0..OWN_KEYS).any(|j| maps[1].contains_key(format!("{}{j}", slot_prefix(0, slot)).as_bytes()));
+        assert!(kept(13) && kept(15) && !kept(9));
         assert_eq!(maps[0].get(&kv_counter_key(0)).map(Vec::as_slice), Some(&b"20"[..]));
     }
 

@@ -11,6 +11,7 @@
 //! deadline to pass.
 
 mod audit;
+mod kiwi;
 mod report;
 mod variant;
 mod workload;
@@ -78,6 +79,25 @@ pub struct LetheArgs {
     /// Seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Run the KiWi half instead: secondary range deletes with delete tiles, h = 1..64
+    /// and auto, against a full-tree compaction and row-by-row deletes.
+    #[arg(long)]
+    kiwi: bool,
+    /// --kiwi: entries loaded before the measured phase [default: 200,000, --quick 20,000].
+    #[arg(long)]
+    kiwi_entries: Option<u64>,
+    /// --kiwi: operations of the measured phase [default: 1,000,000, --quick 100,000].
+    #[arg(long)]
+    kiwi_ops: Option<u64>,
+    /// --kiwi: bytes of an entry (16-byte key + value starting with its creation time).
+    #[arg(long, default_value_t = 256)]
+    kiwi_entry_size: usize,
+    /// --kiwi: JSON file with every variant's figures.
+    #[arg(long, default_value = "target/strata-bench/lethe-kiwi.json")]
+    kiwi_json: PathBuf,
+    /// --kiwi: PNG of the article's figures D, E and F.
+    #[arg(long, default_value = "target/strata-bench/lethe-kiwi.png")]
+    kiwi_plot: PathBuf,
 }
 
 #[derive(Serialize)]
@@ -96,6 +116,17 @@ struct JsonReport<'a> {
 
 /// Runs the benchmark.
 pub fn run(a: &LetheArgs) -> BenchResult<()> {
+    if a.kiwi {
+        let shape = kiwi::KiwiShape {
+            entries: a.kiwi_entries.unwrap_or(if a.quick { 20_000 } else { 200_000 }),
+            ops: a.kiwi_ops.unwrap_or(if a.quick { 100_000 } else { 1_000_000 }),
+            entry_size: a.kiwi_entry_size,
+            seed: a.seed,
+        };
+        let tmp = tempfile::Builder::new().prefix("strata-bench-kiwi-").tempdir()?;
+        let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+        return kiwi::run(shape, &base, &a.kiwi_json, &a.kiwi_plot, a.quick);
+    }
     let bytes = a.bytes.unwrap_or(if a.quick { 64 << 20 } else { 1 << 30 });
     let seconds = a.seconds.unwrap_or(if a.quick { 20.0 } else { 120.0 }).max(1.0);
     let entry_size = a.entry_size.max(workload::KEY_SIZE + 1);

@@ -9,7 +9,10 @@ use crate::error::{Error, Result};
 use crate::iter::level::RunIter;
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
-use crate::key::{SeqNo, parse_internal_key};
+use std::sync::Arc;
+
+use super::tiles::{PageCounts, page_skipper};
+use crate::key::{SeqNo, ValueKind, internal_key, parse_internal_key};
 use crate::sstable::Fill;
 use crate::version::{NewFile, VersionEdit};
 
@@ -26,6 +29,17 @@ pub struct JobResult {
     pub dropped: u64,
     /// Oldest tombstone or pending-purge time of the inputs.
     pub oldest_input_time: Option<u64>,
+    /// Delete-tile pages dropped unread, and read while a delete covered them in part.
+    pub pages: PageTally,
+}
+
+/// Pages of delete tiles a merge dropped whole or read in part.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PageTally {
+    /// Dropped without being read.
+    pub dropped: u64,
+    /// Read (and their survivors rewritten) although a delete covered them in part.
+    pub partial: u64,
 }
 
 /// Receives every `Put` version a flush or compaction drops (deferred index
@@ -71,10 +85,18 @@ pub fn run_compaction(
         return Ok(result);
     }
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let deletes = ctx.deletes.get(&task.keyspace);
+    let counts = Arc::new(PageCounts::default());
+    // Invariant TP of `compaction::tiles`: only the oldest input of a bottommost merge
+    // of a keyspace without deferred index maintenance drops pages unread.
+    let skip = deletes
+        .filter(|_| task.bottommost && !track_obligations && !keep_shadowed_tombstones)
+        .map(|d| page_skipper(d.records.clone(), snapshots.first().copied(), counts.clone()));
+    let oldest = task.inputs.len().saturating_sub(1);
     let mut range_dels = Vec::new();
     let mut oldest_tombstone: Option<u64> = None;
     let mut tables = Vec::new();
-    for input in &task.inputs {
+    for (i, input) in task.inputs.iter().enumerate() {
         for f in &input.files {
             let t = ctx.sst_cache.get(f.meta.number, f.meta.global_seq)?;
             range_dels.extend(t.range_tombstones().iter().cloned());
@@ -86,16 +108,17 @@ pub fn run_compaction(
             tables.push(t);
         }
         // Inputs are about to be deleted: caching their blocks would evict hot ones.
-        children.push(Box::new(RunIter::with_fill(
-            input.files.clone(),
-            ctx.sst_cache.clone(),
-            Fill::Bypass,
-        )));
+        let run = RunIter::with_fill(input.files.clone(), ctx.sst_cache.clone(), Fill::Bypass);
+        children.push(match &skip {
+            Some(s) if i == oldest => Box::new(run.skipping(s.clone())),
+            _ => Box::new(run),
+        });
     }
     result.oldest_input_time = oldest_tombstone;
-    let mut rules = DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels);
+    let mut rules =
+        DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels).with_deletes(deletes);
     let mut out = OutputWriter::new(
-        ctx.clone(),
+        ctx.for_output(task.keyspace, task.output_level),
         task.keyspace,
         level,
         output_run,
@@ -123,17 +146,27 @@ pub fn run_compaction(
                 "undecodable internal key during compaction",
             )
         })?;
-        match rules.decide(&p) {
-            Decision::Keep => out.add(ikey, merge.value())?,
-            Decision::DropPut => {
+        match rules.decide_value(&p, merge.value()) {
+            (Decision::Keep, false) => out.add(ikey, merge.value())?,
+            (Decision::Keep, true) => {
+                // Killed by a secondary range delete: it goes on as the tombstone it
+                // reads as.
+                sink.dropped_put(p.user_key, p.seq, merge.value())?;
+                out.add(&internal_key(p.user_key, p.seq, ValueKind::Delete), &[])?;
+            }
+            (Decision::DropPut, _) | (Decision::DropTombstone, true) => {
                 result.dropped += 1;
                 sink.dropped_put(p.user_key, p.seq, merge.value())?;
             }
-            Decision::DropTombstone => result.dropped += 1,
+            (Decision::DropTombstone, false) => result.dropped += 1,
         }
         merge.advance()?;
     }
     let (files, written) = out.finish()?;
+    result.pages = PageTally {
+        dropped: counts.dropped.load(std::sync::atomic::Ordering::Relaxed),
+        partial: counts.partial.load(std::sync::atomic::Ordering::Relaxed),
+    };
     result.bytes_written = written;
     result.edit.new_files.extend(files);
     Ok(result)

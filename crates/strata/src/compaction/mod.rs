@@ -11,6 +11,7 @@ pub mod output;
 pub mod picker;
 pub mod rules;
 pub mod sorter;
+pub mod tiles;
 pub mod warm;
 
 pub use job::{DropSink, JobResult, NoSink, run_compaction};

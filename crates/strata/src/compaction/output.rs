@@ -32,6 +32,19 @@ pub struct JobContext {
     pub target_file_size: u64,
     /// Time source.
     pub clock: Arc<dyn Clock>,
+    /// Delete keys, tile sizes and secondary range deletes of the keyspaces that
+    /// declare a delete key (filled in per job).
+    pub deletes: super::tiles::DeleteJobs,
+}
+
+impl JobContext {
+    /// This context writing keyspace `ks`'s level `level`: with its delete tiles, if it
+    /// declares a delete key.
+    pub fn for_output(&self, ks: u32, level: usize) -> JobContext {
+        let mut c = self.clone();
+        c.sst_opts.tiles = self.deletes.get(&ks).map(|d| d.tile_options(level));
+        c
+    }
 }
 
 struct Current {
@@ -178,6 +191,7 @@ impl OutputWriter {
                 },
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
                 global_seq: None,
+                dropped_pages: Vec::new(),
             },
         });
         self.lower = upper;

@@ -28,6 +28,11 @@
 //!    a `DeferredDelete(k, s)` and the `Put(k, s)` it names annihilate. Range tombstones
 //!    in stripe 0 are dropped at the bottommost level likewise.
 //!
+//! 4. **Killed by a secondary range delete** ([`DropRules::decide_value`]): a `Put`
+//!    that a delete-where record of the same stripe kills is decided as a point delete
+//!    at its seqno: kept as a `Delete` until the bottommost level, then dropped with the
+//!    versions it hides. Its `Put` is reported like a shadowed one.
+//!
 //! No rule trusts "newer run means newer entry": deferred deletes arrive late with old
 //! seqnos, so every decision compares seqnos.
 
@@ -57,6 +62,8 @@ pub struct DropRules {
     last_stripe: Option<usize>,
     /// Seqno and kind of the previous entry of `cur_key`.
     last_entry: Option<(SeqNo, ValueKind)>,
+    /// The delete key and secondary range deletes to apply.
+    deletes: Option<(crate::delete_key::DeleteKey, Vec<crate::delete_key::DeleteWhere>)>,
 }
 
 impl DropRules {
@@ -77,6 +84,7 @@ impl DropRules {
             has_key: false,
             last_stripe: None,
             last_entry: None,
+            deletes: None,
         }
     }
 
@@ -127,6 +135,34 @@ impl DropRules {
             return Decision::DropTombstone;
         }
         Decision::Keep
+    }
+
+    /// Secondary range deletes the merge applies, with the keyspace's delete key.
+    pub fn with_deletes(mut self, deletes: Option<&super::tiles::DeleteJob>) -> Self {
+        self.deletes = deletes.map(|d| (d.config.key, d.records.clone()));
+        self
+    }
+
+    /// [`DropRules::decide`] for an entry with its value. A `Put` killed by a secondary
+    /// range delete in its own stripe (every reader that sees the `Put` sees the delete)
+    /// is decided as the point tombstone it reads as (invariant DW of
+    /// [`crate::delete_key`]); the flag says so, and a `Keep` then means "write a
+    /// `Delete` at its seqno".
+    pub fn decide_value(&mut self, p: &ParsedKey<'_>, value: &[u8]) -> (Decision, bool) {
+        if p.kind == ValueKind::Put
+            && let Some((dk, records)) = &self.deletes
+            && let Some(k) = dk.of(value)
+            && records
+                .iter()
+                .any(|r| p.seq < r.seq && r.covers(k) && self.stripe(r.seq) == self.stripe(p.seq))
+        {
+            let as_delete = ParsedKey {
+                kind: ValueKind::Delete,
+                ..*p
+            };
+            return (self.decide(&as_delete), true);
+        }
+        (self.decide(p), false)
     }
 
     /// Range tombstones the output must keep.

@@ -216,6 +216,7 @@ mod tests {
             file_numbers: Arc::new(AtomicU64::new(1)),
             target_file_size: 1 << 20,
             clock: Arc::new(SystemClock),
+            deletes: Default::default(),
         }
     }
 

@@ -30,6 +30,14 @@ impl HotRanges {
     pub fn of_inputs<'a>(tables: impl IntoIterator<Item = &'a SstReader>, cache: &BlockCache) -> Result<HotRanges> {
         let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for t in tables {
+            if let Some(tiles) = t.tiles() {
+                for p in &tiles.pages {
+                    if cache.contains(t.number(), p.handle.offset) {
+                        ranges.push((user_key(&p.first).to_vec(), user_key(&p.last).to_vec()));
+                    }
+                }
+                continue;
+            }
             let mut lo = t.properties().smallest_user_key.clone();
             for (fence, handle) in t.fences() {
                 let hi = user_key(fence).to_vec();

@@ -15,13 +15,14 @@ use super::{DbInner, SuperVersion};
 use crate::compaction::obligations::{Emitted, emitted, write_runs};
 use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
+use crate::compaction::tiles::DeleteJob;
 use crate::compaction::{
     CompactionTask, Decision, DropRules, DropSink, JobContext, NoSink, Obligations, OutputWriter, run_compaction,
 };
 use crate::error::{Error, Result};
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
-use crate::key::{SeqNo, parse_internal_key};
+use crate::key::{SeqNo, ValueKind, internal_key, parse_internal_key};
 use crate::memtable::MemTable;
 use crate::version::{Version, VersionEdit};
 
@@ -96,6 +97,16 @@ pub(crate) fn flush_memtable(
             &mut result,
         )?;
     }
+    // Secondary range deletes leave the WAL with the memtable: the manifest keeps them
+    // (`crate::delete_key`), in the same edit that retires the log.
+    for (ks, r) in mem.all_delete_wheres() {
+        if version.keyspace(ks).is_some() {
+            result
+                .edit
+                .meta
+                .push((crate::delete_key::record_name(ks, r.seq), Some(r.encode())));
+        }
+    }
     result.emitted = owed.counts;
     result.edit.last_seq = Some(mem.max_seq());
     Ok(result)
@@ -115,8 +126,9 @@ fn flush_keyspace(
     result: &mut FlushResult,
 ) -> Result<()> {
     let rts = mem.range_tombstones(ks);
-    let mut rules = DropRules::new(snapshots.to_vec(), false, keep_shadowed_tombstones, rts);
-    let mut out = OutputWriter::new(ctx.clone(), ks, 0, run, rules.surviving_range_dels());
+    let mut rules =
+        DropRules::new(snapshots.to_vec(), false, keep_shadowed_tombstones, rts).with_deletes(ctx.deletes.get(&ks));
+    let mut out = OutputWriter::new(ctx.for_output(ks, 0), ks, 0, run, rules.surviving_range_dels());
     if mem.tombstones() > 0 || !extra.is_empty() || track_obligations {
         out.note_tombstone_time(mem.created_at());
     }
@@ -126,10 +138,14 @@ fn flush_keyspace(
     let mut emit = |ikey: &[u8], value: &[u8], out: &mut OutputWriter| -> Result<()> {
         let p = parse_internal_key(ikey)
             .ok_or_else(|| Error::InvalidArgument("memtable holds an undecodable key".into()))?;
-        match rules.decide(&p) {
-            Decision::Keep => out.add(ikey, value),
-            Decision::DropPut => sink.dropped_put(p.user_key, p.seq, value),
-            Decision::DropTombstone => Ok(()),
+        match rules.decide_value(&p, value) {
+            (Decision::Keep, false) => out.add(ikey, value),
+            (Decision::Keep, true) => {
+                sink.dropped_put(p.user_key, p.seq, value)?;
+                out.add(&internal_key(p.user_key, p.seq, ValueKind::Delete), &[])
+            }
+            (Decision::DropPut, _) | (Decision::DropTombstone, true) => sink.dropped_put(p.user_key, p.seq, value),
+            (Decision::DropTombstone, false) => Ok(()),
         }
     };
     if extra.is_empty() {
@@ -233,8 +249,9 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     let run = inner.versions.lock().new_file_number();
     let snapshots = inner.snapshot_list();
     let obligations = inner.obligations();
+    let ctx = inner.job_ctx_for(&sv)?;
     let mut res = flush_memtable(
-        &inner.job_ctx,
+        &ctx,
         &mem,
         &sv.version,
         &snapshots,
@@ -286,13 +303,14 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     let snapshots = inner.snapshot_list();
     let obligations = inner.obligations();
     let keep = obligations.receives(task.keyspace);
+    let ctx = inner.job_ctx_for(&inner.current())?;
     let sink = match task.trivial_move {
         true => None,
         false => obligations.collector(task.keyspace, &inner.job_ctx, inner.opts.deferred_sort_memory, true),
     };
     let (mut result, counts) = match sink {
         Some(mut sink) => {
-            let mut result = run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, true, sink.as_mut())?;
+            let mut result = run_compaction(&ctx, task, output_run, snapshots, keep, true, sink.as_mut())?;
             if sink.spared() > 0 {
                 // The deletes that stand in for the ones not emitted must be durable
                 // before the versions they name disappear from the manifest.
@@ -310,7 +328,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             (result, counts)
         }
         None => (
-            run_compaction(&inner.job_ctx, task, output_run, snapshots, keep, false, &mut NoSink)?,
+            run_compaction(&ctx, task, output_run, snapshots, keep, false, &mut NoSink)?,
             BTreeMap::new(),
         ),
     };
@@ -319,6 +337,8 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
         Counters::add(&inner.counters.trivial_moves, 1);
     }
     Counters::add(&inner.counters.compaction_read, result.bytes_read);
+    Counters::add(&inner.counters.pages_dropped, result.pages.dropped);
+    Counters::add(&inner.counters.pages_partial, result.pages.partial);
     Counters::add(&inner.counters.compaction_written, result.bytes_written);
     result
         .edit
@@ -441,5 +461,190 @@ impl Drop for ManualHold {
     fn drop(&mut self) {
         self.0.bg.lock().manual -= 1;
         self.0.bg_cv.notify_all();
+    }
+}
+
+/// A keyspace's delete configuration and each level's h with the reason for it.
+pub(crate) type TilePlan = (crate::delete_key::DeleteConfig, Vec<(u32, String)>);
+
+impl DbInner {
+    /// Keyspace `ks`'s delete configuration and, per level, the h its tables are
+    /// written with and why (`compaction::tiles`); `None` without a delete key.
+    pub(crate) fn tile_plan(&self, sv: &SuperVersion, ks: u32) -> Result<Option<TilePlan>> {
+        use crate::compaction::tiles::{Mix, choose, cost};
+        use crate::delete_key::TileChoice;
+        let Some(config) = crate::delete_key::config_of(&sv.version.meta, ks)? else {
+            return Ok(None);
+        };
+        let Some(tree) = sv.version.keyspace(ks) else {
+            return Ok(None);
+        };
+        let c = &self.counters;
+        let (writes, points, ranges, srds) = (
+            Counters::get(&c.user_ops) as f64,
+            Counters::get(&c.point_reads) as f64,
+            Counters::get(&c.range_reads) as f64,
+            Counters::get(&c.delete_wheres) as f64,
+        );
+        let total = (writes + points + ranges).max(1.0);
+        let mix = Mix {
+            srd: srds / total,
+            point: points / total,
+            range: ranges / total,
+        };
+        let page = self.opts.block_size.max(1) as u64;
+        let max_h = u32::try_from(self.opts.target_file_size / page).unwrap_or(u32::MAX);
+        // At least the levels that exist, and one more for the next level a compaction
+        // creates.
+        let n = tree.levels.len() + 1;
+        let plan = (0..n)
+            .map(|i| {
+                let pages = tree.levels.get(i).map_or(0, |l| l.size() / page);
+                match config.h {
+                    TileChoice::Fixed(h) => (h, "fixed".to_string()),
+                    TileChoice::Auto => {
+                        let best = choose(mix, pages, self.opts.bloom_fpr, max_h);
+                        let one = cost(mix, pages, 1, self.opts.bloom_fpr);
+                        let why = format!(
+                            "auto: {pages} pages, mix srd {:.2e} point {:.3} range {:.3}; cost/op {:.4} vs {:.4} at h = 1",
+                            mix.srd,
+                            mix.point,
+                            mix.range,
+                            best.total(),
+                            one.total()
+                        );
+                        (best.h, why)
+                    }
+                }
+            })
+            .collect();
+        Ok(Some((config, plan)))
+    }
+
+    /// The job context with the delete keys, tile sizes and secondary range deletes of
+    /// every keyspace that declares a delete key, as of `sv`.
+    pub(crate) fn job_ctx_for(&self, sv: &SuperVersion) -> Result<JobContext> {
+        let mut jobs = BTreeMap::new();
+        for &ks in sv.version.keyspaces.keys() {
+            let Some((config, plan)) = self.tile_plan(sv, ks)? else {
+                continue;
+            };
+            let mut records = crate::delete_key::records_of(&sv.version.meta, ks)?;
+            for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+                records.extend(m.delete_wheres(ks));
+            }
+            // A record being committed is not applied before readers can see it.
+            let visible = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+            records.retain(|r| r.seq <= visible);
+            jobs.insert(
+                ks,
+                DeleteJob {
+                    config,
+                    h_by_level: plan.into_iter().map(|(h, _)| h).collect(),
+                    records,
+                },
+            );
+        }
+        let mut ctx = self.job_ctx.clone();
+        ctx.deletes = Arc::new(jobs);
+        Ok(ctx)
+    }
+}
+
+impl DbInner {
+    /// Drops, by a manifest edit and without reading or rewriting them, the pages of
+    /// keyspace `ks`'s tiled files that its secondary range deletes killed whole
+    /// (invariant TP of `compaction::tiles`; only the oldest run of the last level
+    /// qualifies). Pages a delete covers in part are left to compactions. Files a
+    /// background job holds are skipped (a later compaction drops their pages).
+    pub(crate) fn drop_deleted_pages(&self, ks: u32) -> Result<crate::compaction::job::PageTally> {
+        use crate::compaction::tiles::{PageCounts, page_skipper};
+        use std::sync::atomic::Ordering as AtOrd;
+        let mut tally = crate::compaction::job::PageTally::default();
+        // Taken under the background lock: files not busy now stay in the version until
+        // this job lets them go.
+        let mut bg = self.bg.lock();
+        let sv = self.current();
+        let ctx = self.job_ctx_for(&sv)?;
+        let Some(job) = ctx.deletes.get(&ks) else {
+            return Ok(tally);
+        };
+        let Some(tree) = sv.version.keyspace(ks) else {
+            return Ok(tally);
+        };
+        let Some((level, run)) = tree
+            .levels
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, l)| l.runs.last().map(|r| (i, r)))
+        else {
+            return Ok(tally);
+        };
+        let files: Vec<_> = run
+            .files
+            .iter()
+            .filter(|f| !bg.busy.contains(&f.number()))
+            .cloned()
+            .collect();
+        for f in &files {
+            bg.busy.insert(f.number());
+        }
+        drop(bg);
+        let r = (|| -> Result<()> {
+            let counts = std::sync::Arc::new(PageCounts::default());
+            let skip = page_skipper(
+                job.records.clone(),
+                self.snapshot_list().first().copied(),
+                counts.clone(),
+            );
+            let mut edit = VersionEdit::default();
+            for f in &files {
+                let t = self.sst_cache.get(f.meta.number, f.meta.global_seq)?;
+                let Some(tiles) = t.tiles() else {
+                    continue;
+                };
+                let mut dropped: std::collections::BTreeSet<u64> = f.meta.dropped_pages.iter().copied().collect();
+                let before = dropped.len();
+                for p in &tiles.pages {
+                    if !dropped.contains(&p.handle.offset) && skip(p) {
+                        dropped.insert(p.handle.offset);
+                    }
+                }
+                if dropped.len() == before {
+                    continue;
+                }
+                let dropped: Vec<u64> = dropped.into_iter().collect();
+                edit.deleted_files.push((ks, f.number()));
+                if dropped.len() == tiles.pages.len() && t.range_tombstones().is_empty() {
+                    // Nothing left: the file goes.
+                    continue;
+                }
+                let mut meta = f.meta.clone();
+                meta.dropped_pages = dropped;
+                edit.new_files.push(crate::version::NewFile {
+                    keyspace: ks,
+                    level: level as u32,
+                    run: run.id,
+                    meta,
+                });
+            }
+            tally.dropped = counts.dropped.load(AtOrd::Relaxed);
+            tally.partial = counts.partial.load(AtOrd::Relaxed);
+            if !edit.deleted_files.is_empty() {
+                self.install_edit(edit, None)?;
+            }
+            Counters::add(&self.counters.pages_dropped, tally.dropped);
+            Counters::add(&self.counters.pages_partial, tally.partial);
+            Ok(())
+        })();
+        {
+            let mut bg = self.bg.lock();
+            for f in &files {
+                bg.busy.remove(&f.number());
+            }
+        }
+        self.bg_cv.notify_all();
+        r.map(|()| tally)
     }
 }

@@ -296,6 +296,7 @@ impl DbInner {
                     oldest_tombstone_time: (info.deletes > 0).then_some(now),
                     raw_bytes: info.raw_bytes,
                     global_seq: Some(seq),
+                    dropped_pages: Vec::new(),
                 };
                 // Opened (and checked once more) before the manifest names it.
                 self.sst_cache.get(meta.number, meta.global_seq)?;

@@ -104,6 +104,71 @@ impl Keyspace {
         Scan::new(&self.inner, self.id, seq, lo, hi, Some(snap))
     }
 
+    /// Declares this keyspace's delete key (a big-endian field of every value) and the
+    /// pages per delete tile of the tables written from now on (`docs/design/deletes.md`).
+    /// The tile size may change at any time; the key may not once a
+    /// [`Keyspace::delete_where`] has used it.
+    ///
+    /// ```
+    /// use strata::delete_key::{DeleteKey, TileChoice};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    /// let orders = db.create_keyspace("orders").unwrap();
+    /// // Values start with an 8-byte big-endian creation time.
+    /// orders.set_delete_key(DeleteKey::new(0, 8).unwrap(), TileChoice::Fixed(8)).unwrap();
+    /// orders.put(b"o1", &[&10u64.to_be_bytes()[..], b"old"].concat()).unwrap();
+    /// orders.put(b"o2", &[&99u64.to_be_bytes()[..], b"new"].concat()).unwrap();
+    /// orders.delete_where(&0u64.to_be_bytes(), &50u64.to_be_bytes()).unwrap();
+    /// assert_eq!(orders.get(b"o1").unwrap(), None);
+    /// assert!(orders.get(b"o2").unwrap().is_some());
+    /// ```
+    pub fn set_delete_key(&self, key: crate::delete_key::DeleteKey, h: crate::delete_key::TileChoice) -> Result<()> {
+        use crate::delete_key::{DeleteConfig, TileChoice, config_name, config_of, records_of};
+        self.inner.check_writable()?;
+        // Checked here too: the fields are public.
+        crate::delete_key::DeleteKey::new(key.offset, key.width)?;
+        if let TileChoice::Fixed(h) = h {
+            TileChoice::fixed(h)?;
+        }
+        let v = self.inner.current().version.clone();
+        if v.keyspace(self.id).is_none() {
+            return Err(crate::Error::NotFound(format!("keyspace {:?} (dropped)", self.name)));
+        }
+        if let Some(old) = config_of(&v.meta, self.id)?
+            && old.key != key
+            && (!records_of(&v.meta, self.id)?.is_empty() || self.has_unflushed_delete_wheres())
+        {
+            return Err(crate::Error::InvalidArgument(
+                "the delete key cannot change once delete_where has used it".into(),
+            ));
+        }
+        let c = DeleteConfig { key, h };
+        self.inner.set_meta(vec![(config_name(self.id), Some(c.encode()))])
+    }
+
+    fn has_unflushed_delete_wheres(&self) -> bool {
+        let sv = self.inner.current();
+        std::iter::once(&sv.mem)
+            .chain(sv.imm.iter())
+            .any(|m| !m.delete_wheres(self.id).is_empty())
+    }
+
+    /// The delete key and tile size declared by [`Keyspace::set_delete_key`].
+    pub fn delete_config(&self) -> Result<Option<crate::delete_key::DeleteConfig>> {
+        crate::delete_key::config_of(&self.inner.current().version.meta, self.id)
+    }
+
+    /// Deletes every entry whose delete key lies in `lo..hi` (bounds of the key's
+    /// width): a secondary range delete, logged and atomic like any write. Reads stop
+    /// seeing the entries at once (snapshots taken before still do); compactions drop
+    /// the delete tiles' pages that lie inside the range without reading them. See
+    /// [`Keyspace::set_delete_key`] for an example.
+    pub fn delete_where(&self, lo: &[u8], hi: &[u8]) -> Result<()> {
+        self.write1(|b| b.delete_where(self, lo, hi))?;
+        // Whole pages go at once, by a manifest edit (no data read or written).
+        self.inner.drop_deleted_pages(self.id).map(|_| ())
+    }
+
     /// Compacts the part of this keyspace overlapping `range` into its last level.
     pub fn compact_range(&self, range: impl KeyRange) -> Result<()> {
         self.inner.flush_and_wait()?;

@@ -584,6 +584,11 @@ impl DbInner {
             ids.push(id);
         }
         edit.meta = meta(&ids)?;
+        // A dropped keyspace's delete key and secondary range deletes go with it.
+        for id in dropped {
+            edit.meta
+                .extend(crate::delete_key::meta_names_of(&cur.meta, *id).map(|n| (n, None)));
+        }
         if pause_created {
             bg.paused.extend(ids.iter().copied());
         }
@@ -642,6 +647,9 @@ impl DbInner {
             last_seq: self.visible_seq.load(Ordering::Acquire),
             snapshots,
             background_error,
+            delete_wheres: C::get(&c.delete_wheres),
+            delete_pages_dropped: C::get(&c.pages_dropped),
+            delete_pages_partial: C::get(&c.pages_partial),
             ..Default::default()
         };
         let written = s.flush_bytes_written + s.compaction_bytes_written;
@@ -663,8 +671,16 @@ impl DbInner {
                     entries: l.files().map(|f| f.meta.entries).sum(),
                     tombstones: l.files().map(|f| f.meta.tombstones).sum(),
                     oldest_tombstone_time: l.files().filter_map(|f| f.meta.oldest_tombstone_time).min(),
+                    ..LevelStats::default()
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            let mut levels = levels;
+            if let Ok(Some((_, plan))) = self.tile_plan(&sv, ks.id) {
+                for (l, (h, why)) in levels.iter_mut().zip(plan) {
+                    l.tile_h = Some(h);
+                    l.tile_reason = Some(why);
+                }
+            }
             s.keyspaces.push(KeyspaceStats {
                 name: ks.name.clone(),
                 id: ks.id,

@@ -153,6 +153,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         file_numbers: vs.next_file_number.clone(),
         target_file_size: opts.target_file_size,
         clock: opts.clock.clone(),
+        deletes: Default::default(),
     };
 
     if let Some(m) = &manifest {

@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
+use crate::delete_key::Deletes;
 use crate::error::Result;
 use crate::iter::level::RunIter;
 use crate::iter::merge::MergingIter;
@@ -29,6 +30,7 @@ impl DbInner {
     /// The visible value of `key` in keyspace `ks` at `snapshot`, plus the seqno of the
     /// version that produced it.
     pub fn get_versioned(&self, ks: u32, key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
         get_in(&sv, &self.sst_cache, ks, key, snapshot)
     }
@@ -37,6 +39,7 @@ impl DbInner {
     /// everything up to that seqno is then in it, and no version it can see has been
     /// compacted away from the files it holds.
     pub fn get_latest(&self, ks: u32, key: &[u8]) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
         get_in(&sv, &self.sst_cache, ks, key, snapshot)
@@ -51,7 +54,43 @@ impl DbInner {
         let m = MemLookup::new(&sv, ks, key, snapshot);
         // A range tombstone in a memtable is newer than anything in older memtables and
         // on disk: it decides too.
-        (m.decided || m.rt_seq.is_some()).then(|| m.visible())
+        if !(m.decided || m.rt_seq.is_some()) {
+            return None;
+        }
+        // An undecodable delete configuration sends the caller to the full read, which
+        // reports it.
+        let deletes = deletes_in(&sv, ks).ok()?;
+        Some(not_killed(m.visible(), deletes.as_ref(), snapshot))
+    }
+}
+
+/// The delete key and secondary range deletes of keyspace `ks` in `sv` (manifest and
+/// memtables), or `None` when it declares no delete key or has no record.
+pub(crate) fn deletes_in(sv: &SuperVersion, ks: u32) -> Result<Option<Deletes>> {
+    let Some(config) = crate::delete_key::config_of(&sv.version.meta, ks)? else {
+        return Ok(None);
+    };
+    let mut records = crate::delete_key::records_of(&sv.version.meta, ks)?;
+    for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        records.extend(m.delete_wheres(ks));
+    }
+    Ok((!records.is_empty()).then_some(Deletes {
+        key: config.key,
+        config,
+        records,
+    }))
+}
+
+/// `visible` unless a secondary range delete kills it (invariant DW of
+/// [`crate::delete_key`]: a killed newest version hides the key).
+fn not_killed(
+    visible: Option<(SeqNo, Vec<u8>)>,
+    deletes: Option<&Deletes>,
+    snapshot: SeqNo,
+) -> Option<(SeqNo, Vec<u8>)> {
+    match (visible, deletes) {
+        (Some((seq, v)), Some(d)) if d.kills(&v, seq, snapshot) => None,
+        (v, _) => v,
     }
 }
 
@@ -133,14 +172,15 @@ pub(crate) fn get_in(
                     if f.meta.min_seq > snapshot {
                         continue;
                     }
-                    if consider(t.get(key, snapshot)?, &mut m.best) {
+                    if consider(t.get_masked(key, snapshot, &f.meta.dropped_pages)?, &mut m.best) {
                         break 'levels;
                     }
                 }
             }
         }
     }
-    Ok(m.visible())
+    let deletes = deletes_in(sv, ks)?;
+    Ok(not_killed(m.visible(), deletes.as_ref(), snapshot))
 }
 
 /// A visible entry: user key, the seqno of the version, value.
@@ -151,6 +191,7 @@ struct DirIter {
     merge: MergingIter,
     dir: Direction,
     rdi: Arc<RangeDelIndex>,
+    deletes: Option<Arc<Deletes>>,
     snapshot: SeqNo,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
@@ -160,6 +201,12 @@ struct DirIter {
 }
 
 impl DirIter {
+    fn killed(&self, value: &[u8], seq: SeqNo) -> bool {
+        self.deletes
+            .as_ref()
+            .is_some_and(|d| d.kills(value, seq, self.snapshot))
+    }
+
     fn in_upper(&self, k: &[u8]) -> bool {
         match &self.upper {
             Bound::Unbounded => true,
@@ -229,7 +276,9 @@ impl DirIter {
             // First visible entry of this user key: it decides.
             self.key_buf.clear();
             self.key_buf.extend_from_slice(p.user_key);
-            let live = p.kind == ValueKind::Put && !self.rdi.deletes(p.user_key, p.seq);
+            let live = p.kind == ValueKind::Put
+                && !self.rdi.deletes(p.user_key, p.seq)
+                && !self.killed(self.merge.value(), p.seq);
             let seq = p.seq;
             let value = (live && want_value).then(|| self.merge.value().to_vec());
             // Skip the rest of this user key.
@@ -288,7 +337,8 @@ impl DirIter {
                         break;
                     }
                     if p.seq <= self.snapshot {
-                        let v = want_value.then(|| self.merge.value().to_vec());
+                        // A delete-where record judges a version by its value.
+                        let v = (want_value || self.deletes.is_some()).then(|| self.merge.value().to_vec());
                         newest = Some((p.seq, p.kind, v));
                     }
                 }
@@ -299,8 +349,9 @@ impl DirIter {
             }
             if let Some((seq, ValueKind::Put, v)) = newest
                 && !self.rdi.deletes(&self.key_buf, seq)
+                && !self.killed(v.as_deref().unwrap_or_default(), seq)
             {
-                return Ok(Some((seq, v)));
+                return Ok(Some((seq, v.filter(|_| want_value))));
             }
         }
         self.done = true;
@@ -319,6 +370,7 @@ pub struct Scan {
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     rdi: Arc<RangeDelIndex>,
+    deletes: Option<Arc<Deletes>>,
     front: Option<DirIter>,
     back: Option<DirIter>,
     front_last: Option<Vec<u8>>,
@@ -345,6 +397,7 @@ impl Scan {
         upper: Bound<Vec<u8>>,
         guard: Option<super::Snapshot>,
     ) -> Result<Scan> {
+        super::stats::Counters::add(&inner.counters.range_reads, 1);
         let sv = inner.current();
         if sv.version.keyspace(ks).is_none() {
             return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
@@ -364,6 +417,7 @@ impl Scan {
         }
         Ok(Scan {
             rdi: Arc::new(RangeDelIndex::new(rts, snapshot)),
+            deletes: deletes_in(&sv, ks)?.map(Arc::new),
             sst_cache: inner.sst_cache.clone(),
             sv,
             ks,
@@ -399,6 +453,7 @@ impl Scan {
             merge: MergingIter::new(children, dir),
             dir,
             rdi: self.rdi.clone(),
+            deletes: self.deletes.clone(),
             snapshot: self.snapshot,
             lower: self.lower.clone(),
             upper: self.upper.clone(),

@@ -19,6 +19,14 @@ pub(crate) struct Counters {
     pub compaction_written: AtomicU64,
     pub stall_micros: AtomicU64,
     pub stalls: AtomicU64,
+    /// Point lookups, range scans and secondary range deletes since open: the mix the
+    /// delete tiles' cost model sees (`compaction::tiles`).
+    pub point_reads: AtomicU64,
+    pub range_reads: AtomicU64,
+    pub delete_wheres: AtomicU64,
+    /// Delete-tile pages compactions dropped unread, and read while partly deleted.
+    pub pages_dropped: AtomicU64,
+    pub pages_partial: AtomicU64,
 }
 
 /// Catalog entry holding the work counters, so write amplification spans reopens.
@@ -85,6 +93,11 @@ pub struct LevelStats {
     /// Clock time (microseconds) of the oldest tombstone (or pending purge of a deferred
     /// table's primary) in the level's files.
     pub oldest_tombstone_time: Option<u64>,
+    /// Pages per delete tile of the tables written to this level, when the keyspace
+    /// declares a delete key.
+    pub tile_h: Option<u32>,
+    /// Why that h: fixed by the user, or the cost model's figures.
+    pub tile_reason: Option<String>,
 }
 
 /// One keyspace.
@@ -175,6 +188,13 @@ pub struct Stats {
     pub snapshots: usize,
     /// Background error, if the database is in a failed state.
     pub background_error: Option<String>,
+    /// Secondary range deletes since open.
+    pub delete_wheres: u64,
+    /// Delete-tile pages compactions dropped without reading them, since open.
+    pub delete_pages_dropped: u64,
+    /// Delete-tile pages compactions read (and rewrote the survivors of) because a
+    /// secondary range delete covered them in part, since open.
+    pub delete_pages_partial: u64,
 }
 
 impl Stats {
@@ -207,6 +227,9 @@ impl std::fmt::Display for Stats {
                     "  L{:<2} runs {:>3}  files {:>5}  bytes {:>12}  entries {:>10}  tombstones {:>9}",
                     l.level, l.runs, l.files, l.bytes, l.entries, l.tombstones
                 )?;
+                if let (Some(h), Some(why)) = (l.tile_h, &l.tile_reason) {
+                    writeln!(f, "      delete tiles: h = {h} ({why})")?;
+                }
             }
         }
         writeln!(f, "user bytes written   {}", self.user_bytes_written)?;
@@ -241,6 +264,13 @@ impl std::fmt::Display for Stats {
             self.block_cache_misses,
             self.block_cache_warmed
         )?;
+        if self.delete_wheres > 0 || self.delete_pages_dropped > 0 {
+            writeln!(
+                f,
+                "delete_where         {} ({} pages dropped unread, {} read in part)",
+                self.delete_wheres, self.delete_pages_dropped, self.delete_pages_partial
+            )?;
+        }
         write!(f, "last seqno           {}", self.last_seq)?;
         if let Some(e) = &self.background_error {
             write!(f, "\nbackground error     {e}")?;

@@ -89,6 +89,22 @@ impl DbInner {
                 return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
             }
             last = ks;
+            if let BatchOp::DeleteWhere { lo, hi, .. } = op {
+                let Some(c) = crate::delete_key::config_of(&v.meta, ks)? else {
+                    return Err(Error::InvalidArgument(format!(
+                        "keyspace id {ks} declares no delete key: delete_where needs one"
+                    )));
+                };
+                let w = usize::from(c.key.width);
+                if lo.len() != w || hi.len() != w {
+                    return Err(Error::InvalidArgument(format!(
+                        "delete_where bounds must be {w} bytes (the delete key's width), got {} and {}",
+                        lo.len(),
+                        hi.len()
+                    )));
+                }
+                Counters::add(&self.counters.delete_wheres, 1);
+            }
         }
         Ok(())
     }
@@ -472,6 +488,11 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, keep
             BatchOp::DeleteRange { keyspace, start, end } => {
                 mem.add_range_delete(keyspace, start, end, seq);
                 bytes += (start.len() + end.len()) as u64;
+                continue;
+            }
+            BatchOp::DeleteWhere { keyspace, lo, hi } => {
+                mem.add_delete_where(keyspace, lo, hi, seq);
+                bytes += (lo.len() + hi.len()) as u64;
                 continue;
             }
         };

@@ -6,6 +6,7 @@ use super::InternalIterator;
 use crate::error::Result;
 use crate::key::user_key;
 use crate::sstable::cache::SstCache;
+use crate::sstable::tile::PageSkip;
 use crate::sstable::{Fill, SstIter};
 use crate::version::TableFile;
 
@@ -16,6 +17,7 @@ pub struct RunIter {
     idx: usize,
     cur: Option<SstIter>,
     fill: Fill,
+    skip: Option<PageSkip>,
 }
 
 impl RunIter {
@@ -32,7 +34,14 @@ impl RunIter {
             idx: 0,
             cur: None,
             fill,
+            skip: None,
         }
+    }
+
+    /// Skips the pages `skip` names in the files' delete tiles, unread.
+    pub fn skipping(mut self, skip: PageSkip) -> Self {
+        self.skip = Some(skip);
+        self
     }
 
     fn open(&mut self, idx: usize) -> Result<bool> {
@@ -41,7 +50,22 @@ impl RunIter {
         match self.files.get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.meta.number, f.meta.global_seq)?;
-                self.cur = Some(t.iter_with(self.fill));
+                let skip = match (&self.skip, f.meta.dropped_pages.is_empty()) {
+                    (s, true) => s.clone(),
+                    (s, false) => {
+                        // Pages the version dropped (`FileMeta::dropped_pages`) are never read.
+                        let dropped = f.meta.dropped_pages.clone();
+                        let s = s.clone();
+                        let both: PageSkip = Arc::new(move |p| {
+                            dropped.binary_search(&p.handle.offset).is_ok() || s.as_ref().is_some_and(|s| s(p))
+                        });
+                        Some(both)
+                    }
+                };
+                self.cur = Some(match skip {
+                    Some(s) => t.iter_skipping(self.fill, s),
+                    None => t.iter_with(self.fill),
+                });
                 Ok(true)
             }
             None => Ok(false),

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtOrd};
 use parking_lot::RwLock;
 
 use self::skiplist::{Position, SkipList};
+use crate::delete_key::DeleteWhere;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
@@ -46,6 +47,8 @@ pub struct PointEntry<'a> {
 pub struct MemTable {
     map: SkipList,
     range_dels: RwLock<Vec<(u32, RangeTombstone)>>,
+    /// Secondary range deletes by keyspace; a flush moves them into the manifest.
+    delete_wheres: RwLock<Vec<(u32, DeleteWhere)>>,
     range_bytes: AtomicUsize,
     tombstones: AtomicUsize,
     wal_number: u64,
@@ -59,6 +62,7 @@ impl MemTable {
         MemTable {
             map: SkipList::new(),
             range_dels: RwLock::new(Vec::new()),
+            delete_wheres: RwLock::new(Vec::new()),
             range_bytes: AtomicUsize::new(0),
             tombstones: AtomicUsize::new(0),
             wal_number,
@@ -89,7 +93,7 @@ impl MemTable {
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0 && self.range_dels.read().is_empty()
+        self.len() == 0 && self.range_dels.read().is_empty() && self.delete_wheres.read().is_empty()
     }
 
     /// Number of point tombstones (deletes and deferred deletes) plus range tombstones.
@@ -152,6 +156,36 @@ impl MemTable {
                 seq,
             },
         ));
+    }
+
+    /// Records a secondary range delete of keyspace `ks` at `seq`.
+    pub fn add_delete_where(&self, ks: u32, lo: &[u8], hi: &[u8], seq: SeqNo) {
+        self.range_bytes
+            .fetch_add(lo.len() + hi.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
+        self.max_seq.fetch_max(seq, AtOrd::Relaxed);
+        self.delete_wheres.write().push((
+            ks,
+            DeleteWhere {
+                seq,
+                lo: lo.to_vec(),
+                hi: hi.to_vec(),
+            },
+        ));
+    }
+
+    /// Secondary range deletes of keyspace `ks`.
+    pub fn delete_wheres(&self, ks: u32) -> Vec<DeleteWhere> {
+        self.delete_wheres
+            .read()
+            .iter()
+            .filter(|(k, _)| *k == ks)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// Every secondary range delete, with its keyspace.
+    pub fn all_delete_wheres(&self) -> Vec<(u32, DeleteWhere)> {
+        self.delete_wheres.read().clone()
     }
 
     /// The newest entry for `key` in keyspace `ks` with seqno <= `snapshot`.

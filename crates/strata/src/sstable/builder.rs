@@ -15,6 +15,8 @@ use super::format::{BlockHandle, Compression, Footer, seal_block};
 use super::index::{IndexBuilder, separator};
 use super::properties::Properties;
 use super::range_del::encode_range_dels;
+use super::tile::{MAX_TILE_PAGES, TileIndex, TileMeta, partition};
+use crate::delete_key::DeleteKey;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{ValueKind, compare_internal, parse_internal_key, user_key};
@@ -36,6 +38,18 @@ pub struct SstOptions {
     pub compression: Compression,
     /// Creation time recorded in the properties (caller's clock).
     pub created_at: u64,
+    /// `Some` writes delete tiles (format version 4, [`super::tile`]); `None` writes
+    /// version 3.
+    pub tiles: Option<TileOptions>,
+}
+
+/// How a tiled table (format version 4) is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileOptions {
+    /// Pages per tile, 1..=[`MAX_TILE_PAGES`]; 1 keeps every page in key order.
+    pub h: u32,
+    /// The delete key pages are partitioned by (`None`: key order only).
+    pub delete_key: Option<DeleteKey>,
 }
 
 impl Default for SstOptions {
@@ -46,6 +60,7 @@ impl Default for SstOptions {
             bloom_fpr: 0.01,
             compression: Compression::None,
             created_at: 0,
+            tiles: None,
         }
     }
 }
@@ -77,16 +92,24 @@ pub struct SstWriter {
     block_first: Vec<u8>,
     /// The last block cut, waiting for the next key to choose its fence key.
     pending_fence: Option<BlockHandle>,
+    /// Tiled tables: the tile being filled, its bytes, and the index so far.
+    tile: Vec<(Vec<u8>, Vec<u8>)>,
+    tile_bytes: usize,
+    tile_index: TileIndex,
 }
 
 impl SstWriter {
     /// Starts a table in `file` (named `path` in errors).
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: SstOptions) -> Self {
         let offset = file.len();
+        let h = opts.tiles.map_or(1, |t| t.h.clamp(1, MAX_TILE_PAGES));
         SstWriter {
             data: BlockBuilder::new(opts.restart_interval),
             index: IndexBuilder::new(),
-            bloom: BloomPolicy::from_fpr(opts.bloom_fpr).map(BloomBuilder::new),
+            // Tiled tables filter per page (see `flush_tile`).
+            bloom: BloomPolicy::from_fpr(opts.bloom_fpr)
+                .filter(|_| opts.tiles.is_none())
+                .map(BloomBuilder::new),
             last_key: Vec::new(),
             props: Properties {
                 created_at: opts.created_at,
@@ -101,6 +124,12 @@ impl SstWriter {
             observer: None,
             block_first: Vec::new(),
             pending_fence: None,
+            tile: Vec::new(),
+            tile_bytes: 0,
+            tile_index: TileIndex {
+                h,
+                ..TileIndex::default()
+            },
         }
     }
 
@@ -145,6 +174,17 @@ impl SstWriter {
         p.max_seq = p.max_seq.max(parsed.seq);
         p.raw_key_bytes += ikey.len() as u64;
         p.raw_value_bytes += value.len() as u64;
+        if let Some(t) = self.opts.tiles {
+            // A tile ends only between user keys (no user key spans two tiles).
+            if new_user_key && self.tile_bytes >= t.h as usize * self.opts.block_size {
+                self.flush_tile()?;
+            }
+            self.tile_bytes += ikey.len() + value.len() + 3;
+            self.tile.push((ikey.to_vec(), value.to_vec()));
+            self.last_key.clear();
+            self.last_key.extend_from_slice(ikey);
+            return Ok(());
+        }
         if self.data.is_empty() && self.observer.is_some() {
             self.block_first.clear();
             self.block_first.extend_from_slice(parsed.user_key);
@@ -188,7 +228,8 @@ impl SstWriter {
     pub fn estimated_size(&self) -> u64 {
         let filter = self.bloom.as_ref().map_or(0, BloomBuilder::estimated_size);
         let range_dels: usize = self.range_dels.iter().map(|t| t.start.len() + t.end.len() + 12).sum();
-        self.offset + (self.data.estimated_size() + self.index.estimated_size() + filter + range_dels) as u64
+        let tiles = self.tile_bytes + self.tile_index.pages.len() * 64;
+        self.offset + (self.data.estimated_size() + self.index.estimated_size() + filter + range_dels + tiles) as u64
     }
 
     /// Point entries added so far.
@@ -239,9 +280,62 @@ impl SstWriter {
         Ok(())
     }
 
+    /// Writes the buffered tile as up to `h` pages partitioned by delete key.
+    fn flush_tile(&mut self) -> Result<()> {
+        let Some(t) = self.opts.tiles else {
+            return Ok(());
+        };
+        let entries = std::mem::take(&mut self.tile);
+        self.tile_bytes = 0;
+        let plans = partition(
+            &entries,
+            t.h as usize,
+            t.delete_key.as_ref(),
+            BloomPolicy::from_fpr(self.opts.bloom_fpr),
+        );
+        let start = self.tile_index.pages.len();
+        let mut last: Option<Vec<u8>> = None;
+        for mut plan in plans {
+            let mut b = BlockBuilder::new(self.opts.restart_interval);
+            for &i in &plan.entries {
+                b.add(&entries[i].0, &entries[i].1);
+            }
+            let raw = b.finish();
+            let handle = self.write_block(&raw, self.opts.compression)?;
+            if let Some(o) = self.observer.as_mut() {
+                o.data_block(
+                    handle.offset,
+                    user_key(&plan.meta.first),
+                    user_key(&plan.meta.last),
+                    raw,
+                );
+            }
+            self.props.data_blocks += 1;
+            plan.meta.handle = handle;
+            if last
+                .as_ref()
+                .is_none_or(|l| compare_internal(l, &plan.meta.last) == Ordering::Less)
+            {
+                last = Some(plan.meta.last.clone());
+            }
+            self.tile_index.pages.push(plan.meta);
+        }
+        if let Some(last) = last {
+            self.tile_index.tiles.push(TileMeta {
+                pages: start..self.tile_index.pages.len(),
+                last,
+            });
+        }
+        Ok(())
+    }
+
     /// Writes the remaining blocks and the footer, syncs, and returns the file size and
     /// the properties.
     pub fn finish(mut self) -> Result<(u64, Properties)> {
+        let tiled = self.opts.tiles.is_some();
+        if tiled {
+            self.flush_tile()?;
+        }
         self.flush_data_block()?;
         if let Some(handle) = self.pending_fence.take() {
             self.index.add(user_key(&self.last_key), None, handle);
@@ -253,7 +347,12 @@ impl SstWriter {
         let range_del = self.write_block(&encode_range_dels(&self.range_dels), Compression::None)?;
 
         // The index goes last but its size is a property: seal it first.
-        let (index_sealed, index_size) = seal_block(&self.index.finish(), Compression::None);
+        let index_payload = if tiled {
+            self.tile_index.encode()
+        } else {
+            self.index.finish()
+        };
+        let (index_sealed, index_size) = seal_block(&index_payload, Compression::None);
         let p = &mut self.props;
         for (i, t) in self.range_dels.iter().enumerate() {
             if p.entries == 0 && i == 0 {
@@ -290,7 +389,11 @@ impl SstWriter {
             filter,
             properties,
             range_del,
-            version: super::format::FORMAT_VERSION,
+            version: if tiled {
+                super::format::TILED_FORMAT_VERSION
+            } else {
+                super::format::FORMAT_VERSION
+            },
         };
         self.write_raw(&footer.encode())?;
         self.file.sync().map_err(|e| self.with_path(e))?;

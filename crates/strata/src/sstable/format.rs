@@ -19,6 +19,12 @@ pub const FOOTER_LEN: usize = 4 * 16 + 8 + 4 + 4;
 /// list of user-key fences with block sizes only (see `sstable::index`).
 pub const FORMAT_VERSION: u32 = 3;
 
+/// The format version of tables written with delete tiles (`sstable::tile`): the index
+/// block is a tile index, each page carries its own bloom filter and the filter block
+/// is empty. Version 3 stays the default, so h = 1 without a delete key writes what
+/// older releases wrote and read.
+pub const TILED_FORMAT_VERSION: u32 = 4;
+
 /// The oldest format version read. Version 1's fence keys are the blocks' last keys, a
 /// case of version 2's.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
@@ -138,7 +144,7 @@ impl Footer {
         if crc32c::crc32c(&bytes[..crc_at]) != stored_crc {
             return err(crc_at, "footer checksum mismatch");
         }
-        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        if !(OLDEST_FORMAT_VERSION..=TILED_FORMAT_VERSION).contains(&version) {
             return err(version_at, "unsupported table format version");
         }
         let limit = file_size.saturating_sub(FOOTER_LEN as u64);
@@ -272,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn versions_one_to_three_are_read_and_others_refused() {
+    fn versions_one_to_four_are_read_and_others_refused() {
         let with_version = |v: u32| {
             let mut b = sample_footer().encode();
             b[72..76].copy_from_slice(&v.to_le_bytes());
@@ -280,10 +286,10 @@ mod tests {
             b[76..80].copy_from_slice(&crc.to_le_bytes());
             b
         };
-        for v in [1, 2, 3] {
+        for v in [1, 2, 3, 4] {
             assert_eq!(Footer::decode(&with_version(v), 1000).map(|f| f.version), Ok(v));
         }
-        for v in [0, 4, u32::MAX] {
+        for v in [0, 5, u32::MAX] {
             let e = Footer::decode(&with_version(v), 1000).expect_err("refused");
             assert_eq!((e.offset, e.reason), (72, "unsupported table format version"));
         }

@@ -34,7 +34,11 @@
 //! * **Properties** ([`properties`]): see [`Properties`].
 //! * **Footer** ([`format::Footer`]): `(offset u64 LE, size u64 LE)` for index, filter,
 //!   properties, range-del; then magic `0x5354524154415354` ("STRATAST") u64 LE, format
-//!   version u32 LE (3 written; 1 and 2 read), and `crc32c` of the preceding 76 bytes u32 LE.
+//!   version u32 LE (3 written, 4 with delete tiles; 1 and 2 read), and `crc32c` of the preceding 76 bytes u32 LE.
+//!
+//! * **Delete tiles** ([`tile`], version 4): the data blocks come in tiles of up to h
+//!   pages partitioned by a delete key, the filter block is empty, and the index handle
+//!   names a tile index with each page's fences, delete-key range and bloom filter.
 //!
 //! Invariants: every block's checksum is verified on every read from disk; nothing in a
 //! table file can make the reader panic or loop — bad data is an
@@ -53,16 +57,17 @@ pub mod range_del;
 mod reader;
 #[cfg(test)]
 mod tests;
+pub mod tile;
 
 pub use block::{Block, BlockIter};
-pub use builder::{DataBlockObserver, SstOptions, SstWriter};
+pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use cache::{BlockCache, SstCache};
 pub use dump::dump;
 pub use external::{ExternalFileInfo, ExternalSstWriter, FileDigest};
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;
-pub use reader::{Fill, SstIter, SstReader};
+pub use reader::{Fill, LOOKUP_COUNTERS, LookupCounters, SstIter, SstReader};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
 pub fn sst_file_name(number: u64) -> String {

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
@@ -16,11 +17,12 @@ use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FenceIndex, FencePointer, FenceValue};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
+use super::tile::{PageSkip, TileIndex};
 use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, parse_internal_key, seek_key};
+use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, compare_internal, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
 use crate::sstable::cache::BlockCache;
 
@@ -43,6 +45,8 @@ pub struct SstReader {
     size: u64,
     footer: Footer,
     index: FenceIndex,
+    /// Format version 4: the tile index (`index` is then empty).
+    tiles: Option<TileIndex>,
     filter: Option<BloomFilter>,
     props: Properties,
     range_dels: Vec<RangeTombstone>,
@@ -141,6 +145,22 @@ fn validate_index(index: &FenceIndex, path: &Path, footer: &Footer, props: &Prop
     Ok(())
 }
 
+/// Checks a tile index's pages as [`validate_index`] checks fences.
+fn validate_pages(tiles: &TileIndex, path: &Path, footer: &Footer, props: &Properties) -> Result<()> {
+    let bad = |reason: &str| Error::corruption(path, footer.index.offset, reason.to_string());
+    let mut prev_end = 0u64;
+    for p in &tiles.pages {
+        match p.handle.end_with_trailer() {
+            Some(end) if p.handle.offset >= prev_end && end <= footer.filter.offset => prev_end = end,
+            _ => return Err(bad("page outside the data region or out of order")),
+        }
+    }
+    if tiles.pages.len() as u64 != props.data_blocks {
+        return Err(bad("tile index disagrees with the properties block"));
+    }
+    Ok(())
+}
+
 impl SstReader {
     /// Opens table `number` stored in `file`, validating footer and meta blocks.
     pub fn open(file: Arc<dyn RandomAccessFile>, number: u64, cache: Option<Arc<BlockCache>>) -> Result<SstReader> {
@@ -177,6 +197,24 @@ impl SstReader {
         // Every fence is at most its block's last key; and keys are in data blocks,
         // which LZ4 shrinks at most 255-fold.
         let key_budget = props.raw_key_bytes.min(footer.filter.offset.saturating_mul(256));
+        if footer.version >= 4 {
+            let tiles = TileIndex::decode(&index_raw).map_err(|e| corrupt(&path, at, "tile index", e))?;
+            validate_pages(&tiles, &path, &footer, &props)?;
+            return Ok(SstReader {
+                file,
+                path,
+                number,
+                size,
+                footer,
+                index: FenceIndex::default(),
+                tiles: Some(tiles),
+                filter,
+                props,
+                range_dels,
+                cache,
+                global_seq: None,
+            });
+        }
         let index = if footer.version >= 3 {
             FenceIndex::decode(&index_raw, key_budget).map_err(|e| corrupt(&path, at, "index block", e))?
         } else {
@@ -191,6 +229,7 @@ impl SstReader {
             size,
             footer,
             index,
+            tiles: None,
             filter,
             props,
             range_dels,
@@ -257,6 +296,20 @@ impl SstReader {
     /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
     /// value)`. Range tombstones are not applied (see [`SstReader::range_tombstones`]).
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        self.get_masked(user_key, snapshot, &[])
+    }
+
+    /// [`SstReader::get`] as if the pages of a tiled table at offsets `dropped`
+    /// (ascending) were not there.
+    pub fn get_masked(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        dropped: &[u64],
+    ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        if self.filter.is_some() {
+            LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
+        }
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -265,9 +318,14 @@ impl SstReader {
             Some(_) => seek_key(user_key, MAX_SEQNO),
             None => seek_key(user_key, snapshot.min(MAX_SEQNO)),
         };
+        // An ingested file (global seqno) is never tiled: only the engine tiles files.
+        if let Some(tiles) = &self.tiles {
+            return self.get_tiled(tiles, user_key, &target, dropped);
+        }
         let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
         };
+        LOOKUP_COUNTERS.pages_read.fetch_add(1, AtomicOrdering::Relaxed);
         let block = self.read_data_block(handle, Fill::Cache)?;
         let mut it = BlockIter::new(block, Arc::clone(&self.path), handle.offset);
         it.seek(&target)?;
@@ -285,6 +343,54 @@ impl SstReader {
         }
     }
 
+    /// [`SstReader::get`] on a tiled table: every page of the one tile that can hold
+    /// the target whose fences and bloom filter admit the key is searched; the smallest
+    /// key at or after the target wins (the newest visible version).
+    fn get_tiled(
+        &self,
+        tiles: &TileIndex,
+        user_key: &[u8],
+        target: &[u8],
+        dropped: &[u64],
+    ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
+        let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+        for page in tiles.tile_pages(tiles.seek(target)) {
+            if dropped.binary_search(&page.handle.offset).is_ok() {
+                continue;
+            }
+            let (may, probed) = page.may_hold(user_key, target);
+            if probed {
+                LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
+            }
+            if !may {
+                continue;
+            }
+            LOOKUP_COUNTERS.pages_read.fetch_add(1, AtomicOrdering::Relaxed);
+            let mut it = self.block_iter_with(page.handle, Fill::Cache)?;
+            it.seek(target)?;
+            if it.valid()
+                && crate::key::user_key(it.key()) == user_key
+                && best
+                    .as_ref()
+                    .is_none_or(|(k, _)| compare_internal(it.key(), k) == std::cmp::Ordering::Less)
+            {
+                best = Some((it.key().to_vec(), it.value().to_vec()));
+            }
+        }
+        match best {
+            None => Ok(None),
+            Some((k, v)) => match parse_internal_key(&k) {
+                Some(p) => Ok(Some((p.seq, p.kind, v))),
+                None => Err(Error::corruption(&*self.path, 0, "malformed internal key")),
+            },
+        }
+    }
+
+    /// The tile index of a tiled table (format version 4).
+    pub fn tiles(&self) -> Option<&TileIndex> {
+        self.tiles.as_ref()
+    }
+
     /// An unpositioned iterator over all point entries.
     pub fn iter(self: &Arc<Self>) -> SstIter {
         self.iter_with(Fill::Cache)
@@ -294,17 +400,49 @@ impl SstReader {
     /// cache as `fill` says.
     pub fn iter_with(self: &Arc<Self>, fill: Fill) -> SstIter {
         SstIter {
-            index: self.index.len(),
+            index: self.units(),
             table: Arc::clone(self),
             data: None,
             fill,
             global_key: Vec::new(),
+            skip: None,
         }
     }
 
-    /// Every fence key and block handle, in order, borrowed from the decoded index.
+    /// Like [`SstReader::iter_with`], but a tiled table's pages for which `skip` is true
+    /// are never read: the iterator acts as if they were empty (compaction drops pages
+    /// a secondary range delete killed whole this way).
+    pub fn iter_skipping(self: &Arc<Self>, fill: Fill, skip: PageSkip) -> SstIter {
+        SstIter {
+            skip: Some(skip),
+            ..self.iter_with(fill)
+        }
+    }
+
+    /// Units an iterator steps through: data blocks, or tiles of a tiled table.
+    fn units(&self) -> usize {
+        match &self.tiles {
+            Some(t) => t.tiles.len(),
+            None => self.index.len(),
+        }
+    }
+
+    /// The first unit that can hold `target` or a key after it.
+    fn seek_unit(&self, target: &[u8]) -> usize {
+        match &self.tiles {
+            Some(t) => t.seek(target),
+            None => self.index.seek(target),
+        }
+    }
+
+    /// Every fence key and block handle, in file order, borrowed from the decoded index;
+    /// for a tiled table each page's last key (pages of a tile are not in key order).
     pub fn fences(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> + '_ {
-        self.index.iter()
+        let pages = self
+            .tiles
+            .iter()
+            .flat_map(|t| t.pages.iter().map(|p| (p.last.as_slice(), p.handle)));
+        self.index.iter().chain(pages)
     }
 
     /// Every fence pointer, in order (owned copies, for tools and tests).
@@ -319,7 +457,7 @@ impl SstReader {
 
     /// Heap bytes of the decoded index.
     pub fn index_memory(&self) -> usize {
-        self.index.memory()
+        self.index.memory() + self.tiles.as_ref().map_or(0, TileIndex::memory)
     }
 
     /// An iterator over one data block (for tools).
@@ -348,9 +486,134 @@ impl SstReader {
     }
 }
 
-/// Two-level iterator over a table: the index picks the block, the block iterator the
-/// entry. `index` is a block number (`len()` when past either end); `data` is `None`
-/// when unpositioned or past either end.
+/// Pages searched and bloom filters probed by point lookups ([`SstReader::get`]),
+/// process-wide (the `lethe --kiwi` benchmark reports them per lookup).
+#[derive(Debug, Default)]
+pub struct LookupCounters {
+    /// Pages searched.
+    pub pages_read: AtomicU64,
+    /// Page bloom filters probed.
+    pub bloom_probes: AtomicU64,
+}
+
+/// The process-wide [`LookupCounters`].
+pub static LOOKUP_COUNTERS: LookupCounters = LookupCounters {
+    pages_read: AtomicU64::new(0),
+    bloom_probes: AtomicU64::new(0),
+};
+
+/// The entries of one unit: a data block, or a tiled table's tile merged from its pages.
+enum Unit {
+    Block(BlockIter),
+    Tile(TileCursor),
+}
+
+/// A tile's pages merged into key order (pages are read whole anyway, and a tile is
+/// `h` pages, so materialising it is cheaper than an h-way heap per step).
+struct TileCursor {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl TileCursor {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| compare_internal(k, target) == std::cmp::Ordering::Less);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let n = self
+            .entries
+            .partition_point(|(k, _)| compare_internal(k, target) != std::cmp::Ordering::Greater);
+        self.pos = n.checked_sub(1).unwrap_or(self.entries.len());
+    }
+    fn prev(&mut self) {
+        self.pos = self.pos.checked_sub(1).unwrap_or(self.entries.len());
+    }
+}
+
+impl Unit {
+    fn valid(&self) -> bool {
+        match self {
+            Unit::Block(b) => b.valid(),
+            Unit::Tile(t) => t.valid(),
+        }
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.seek_to_first(),
+            Unit::Tile(t) => {
+                t.pos = 0;
+                Ok(())
+            }
+        }
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.seek_to_last(),
+            Unit::Tile(t) => {
+                // An empty tile (every page skipped) stays past its end.
+                t.pos = t.entries.len().saturating_sub(1);
+                Ok(())
+            }
+        }
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.seek(target),
+            Unit::Tile(t) => {
+                t.seek(target);
+                Ok(())
+            }
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.seek_for_prev(target),
+            Unit::Tile(t) => {
+                t.seek_for_prev(target);
+                Ok(())
+            }
+        }
+    }
+    fn next(&mut self) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.next(),
+            Unit::Tile(t) => {
+                t.pos = (t.pos + 1).min(t.entries.len());
+                Ok(())
+            }
+        }
+    }
+    fn prev(&mut self) -> Result<()> {
+        match self {
+            Unit::Block(b) => b.prev(),
+            Unit::Tile(t) => {
+                t.prev();
+                Ok(())
+            }
+        }
+    }
+    fn key(&self) -> &[u8] {
+        match self {
+            Unit::Block(b) => b.key(),
+            Unit::Tile(t) => t.entries.get(t.pos).map_or(&[], |(k, _)| k),
+        }
+    }
+    fn value(&self) -> &[u8] {
+        match self {
+            Unit::Block(b) => b.value(),
+            Unit::Tile(t) => t.entries.get(t.pos).map_or(&[], |(_, v)| v),
+        }
+    }
+}
+
+/// Two-level iterator over a table: the index picks the unit (a data block, or a tile
+/// of a tiled table), the unit the entry. `index` is a unit number (`units()` when past
+/// either end); `data` is `None` when unpositioned or past either end.
 ///
 /// Over an ingested file read with a global seqno, seeks translate the target to the
 /// stored keys (each user key once, at seqno 0) and `key` returns the current user key
@@ -358,15 +621,80 @@ impl SstReader {
 pub struct SstIter {
     table: Arc<SstReader>,
     index: usize,
-    data: Option<(u64, BlockIter)>,
+    data: Option<(u64, Unit)>,
     fill: Fill,
     global_key: Vec<u8>,
+    skip: Option<PageSkip>,
 }
 
 impl SstIter {
-    /// Points `data` at the block the index is on (reusing it if already loaded).
+    /// Reads tile `i`'s pages (except those `skip` drops) and merges them, checking each
+    /// page against its fences in the tile index and the merged keys' order.
+    fn load_tile(&self, tiles: &TileIndex, i: usize) -> Result<TileCursor> {
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut at = 0u64;
+        for page in tiles.tile_pages(i) {
+            at = page.handle.offset;
+            if self.skip.as_ref().is_some_and(|f| f(page)) {
+                continue;
+            }
+            let mut it = self.table.block_iter_with(page.handle, self.fill)?;
+            it.seek_to_first()?;
+            let mut first = true;
+            let mut last: Vec<u8> = Vec::new();
+            while it.valid() {
+                if first && it.key() != page.first.as_slice() {
+                    return Err(Error::corruption(
+                        &*self.table.path,
+                        at,
+                        "page disagrees with its fences",
+                    ));
+                }
+                first = false;
+                last.clear();
+                last.extend_from_slice(it.key());
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+                it.next()?;
+            }
+            if last != page.last {
+                return Err(Error::corruption(
+                    &*self.table.path,
+                    at,
+                    "page disagrees with its fences",
+                ));
+            }
+        }
+        entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        if entries
+            .windows(2)
+            .any(|w| compare_internal(&w[0].0, &w[1].0) != std::cmp::Ordering::Less)
+        {
+            return Err(Error::corruption(
+                &*self.table.path,
+                at,
+                "a key appears in two pages of a tile",
+            ));
+        }
+        Ok(TileCursor { entries, pos: 0 })
+    }
+
+    /// Points `data` at the unit the index is on (reusing it if already loaded).
     /// Returns false when the index is exhausted.
     fn load_block(&mut self) -> Result<bool> {
+        if let Some(tiles) = &self.table.tiles {
+            let Some(first) = tiles.tile_pages(self.index).first() else {
+                self.data = None;
+                return Ok(false);
+            };
+            let key = first.handle.offset;
+            if self.data.as_ref().is_some_and(|(off, _)| *off == key) {
+                return Ok(true);
+            }
+            self.data = None;
+            let cursor = self.load_tile(tiles, self.index)?;
+            self.data = Some((key, Unit::Tile(cursor)));
+            return Ok(true);
+        }
         let Some(handle) = self.table.index.handle(self.index) else {
             self.data = None;
             return Ok(false);
@@ -377,11 +705,11 @@ impl SstIter {
         // Cleared first so a failed load leaves the iterator invalid.
         self.data = None;
         let it = self.table.block_iter_with(handle, self.fill)?;
-        self.data = Some((handle.offset, it));
+        self.data = Some((handle.offset, Unit::Block(it)));
         Ok(true)
     }
 
-    fn data_mut(&mut self) -> Option<&mut BlockIter> {
+    fn data_mut(&mut self) -> Option<&mut Unit> {
         self.data.as_mut().map(|(_, it)| it)
     }
 
@@ -404,8 +732,8 @@ impl SstIter {
 
     fn skip_backward(&mut self) -> Result<()> {
         while self.exhausted_block() {
-            // Before the first block is past the end too.
-            self.index = self.index.checked_sub(1).unwrap_or(self.table.index.len());
+            // Before the first unit is past the end too.
+            self.index = self.index.checked_sub(1).unwrap_or(self.table.units());
             if !self.load_block()? {
                 break;
             }
@@ -447,9 +775,9 @@ impl SstIter {
         Some((crate::key::user_key(it.key()), trailer))
     }
 
-    /// Runs `f` on the current block after loading it; `data` stays `None` if the index
+    /// Runs `f` on the current unit after loading it; `data` stays `None` if the index
     /// is exhausted.
-    fn position(&mut self, f: impl FnOnce(&mut BlockIter) -> Result<()>) -> Result<()> {
+    fn position(&mut self, f: impl FnOnce(&mut Unit) -> Result<()>) -> Result<()> {
         if self.load_block()?
             && let Some(d) = self.data_mut()
         {
@@ -527,7 +855,7 @@ impl InternalIterator for SstIter {
     fn seek_to_last(&mut self) -> Result<()> {
         self.guard(|s| {
             // An empty index leaves 0, past its end.
-            s.index = s.table.index.len().saturating_sub(1);
+            s.index = s.table.units().saturating_sub(1);
             s.position(|d| d.seek_to_last())?;
             s.skip_backward()
         })
@@ -538,7 +866,7 @@ impl InternalIterator for SstIter {
             return self.seek_global(target);
         }
         self.guard(|s| {
-            s.index = s.table.index.seek(target);
+            s.index = s.table.seek_unit(target);
             s.position(|d| d.seek(target))?;
             s.skip_forward()
         })
@@ -549,9 +877,9 @@ impl InternalIterator for SstIter {
             return self.seek_for_prev_global(target);
         }
         self.guard(|s| {
-            // The first block whose fence key is >= target holds the answer or follows it.
-            let n = s.table.index.len();
-            s.index = s.table.index.seek(target).min(n.saturating_sub(1));
+            // The first unit whose fence key is >= target holds the answer or follows it.
+            let n = s.table.units();
+            s.index = s.table.seek_unit(target).min(n.saturating_sub(1));
             s.position(|d| d.seek_for_prev(target))?;
             s.skip_backward()
         })

@@ -112,6 +112,14 @@ fn model_get(es: &Entries, uk: &[u8], snap: SeqNo) -> Option<(SeqNo, ValueKind, 
     })
 }
 
+/// `None` (format version 3) for 0, else tiles of `h` pages by the value's first byte.
+fn tiles(h: u32) -> Option<TileOptions> {
+    (h > 0).then_some(TileOptions {
+        h,
+        delete_key: Some(crate::delete_key::DeleteKey { offset: 0, width: 1 }),
+    })
+}
+
 fn small_blocks(compression: Compression) -> SstOptions {
     SstOptions {
         block_size: 512,
@@ -506,6 +514,7 @@ proptest! {
         keys in proptest::collection::btree_set(proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(7), Just(254), Just(255)], 1..5), 1..120),
         probes in proptest::collection::vec((proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(8), Just(255)], 0..6), 0u64..40), 1..40),
         block_size in 32usize..256,
+        h in 0u32..9,
     ) {
         // Few distinct bytes, 0 and 255 among them: user keys that are prefixes of
         // others, fence keys raised past a 255, and targets between a block's last key
@@ -518,7 +527,7 @@ proptest! {
         }
         let dir = tempfile::tempdir().expect("tempdir");
         // Without a filter, absent keys reach the index and the blocks.
-        let opts = SstOptions { block_size, bloom_fpr: 0.0, ..SstOptions::default() };
+        let opts = SstOptions { block_size, bloom_fpr: 0.0, tiles: tiles(h), ..SstOptions::default() };
         let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
         let t = open(&path, None).expect("open");
         let mut it = t.iter();
@@ -541,10 +550,11 @@ proptest! {
         block_size in 64usize..2048,
         restart_interval in 1usize..20,
         ops in proptest::collection::vec((0usize..320, 0u64..2000, 0u8..4, any::<u8>()), 1..30),
+        h in 0u32..9,
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let es = model(n, seed);
-        let opts = SstOptions { block_size, restart_interval, ..SstOptions::default() };
+        let opts = SstOptions { block_size, restart_interval, tiles: tiles(h), ..SstOptions::default() };
         let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
         let t = open(&path, Some(Arc::new(BlockCache::new(64 << 10)))).expect("open");
         let mut it = t.iter();
@@ -625,4 +635,92 @@ fn block_cache_serves_repeated_reads() {
     assert!(cache.hits() >= hits + t.properties().data_blocks);
     assert_eq!(sst_file_name(123), "000123.sst");
     assert_eq!(sst_file_name(12_345_678), "12345678.sst");
+}
+
+#[test]
+fn tiled_tables_read_like_untiled_ones_at_every_h() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(2000, 9);
+    let (v3, _, _) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::Lz4));
+    let old = open(&v3, None).expect("open v3");
+    assert_eq!(old.footer().version, format::FORMAT_VERSION, "no tiles: the old format");
+    for (n, h) in [(2, 1), (3, 2), (4, 8), (5, 64)] {
+        let opts = SstOptions {
+            tiles: tiles(h),
+            ..small_blocks(Compression::Lz4)
+        };
+        let (path, _, props) = write(dir.path(), n, &es, &tombstones(), opts);
+        let t = open(&path, Some(Arc::new(BlockCache::new(1 << 20)))).expect("open tiled");
+        assert_eq!(t.footer().version, format::TILED_FORMAT_VERSION);
+        assert_eq!(t.properties(), &props);
+        assert_eq!(t.range_tombstones(), old.range_tombstones());
+        assert_eq!(scan_fwd(&t).expect("scan"), es, "h = {h}");
+        let tix = t.tiles().expect("tile index");
+        assert_eq!(tix.h, h);
+        assert!(tix.tiles.iter().all(|x| x.pages.len() <= h as usize));
+        assert_eq!(tix.pages.len() as u64, props.data_blocks);
+        if h > 1 {
+            // Pages of a tile split by delete key: their keyed ranges barely overlap.
+            assert!(tix.tiles.iter().any(|x| x.pages.len() > 1));
+        }
+        for i in (0..2000).step_by(7) {
+            for snap in [0, 300, 900, u64::MAX] {
+                let uk = uk_of(i);
+                assert_eq!(t.get(&uk, snap).expect("get"), model_get(&es, &uk, snap), "h = {h}");
+            }
+        }
+        // Whole pages skipped by the iterator are never read and their entries vanish.
+        let dropped: Vec<_> = tix.pages.iter().filter(|p| p.whole).map(|p| p.handle).collect();
+        let skip_set = dropped.clone();
+        let mut it = t.iter_skipping(
+            Fill::Bypass,
+            Arc::new(move |p: &tile::PageMeta| skip_set.contains(&p.handle)),
+        );
+        it.seek_to_first().expect("seek");
+        let mut n_left = 0;
+        while it.valid() {
+            n_left += 1;
+            it.next().expect("next");
+        }
+        let in_dropped: usize = dropped
+            .iter()
+            .map(|&hd| {
+                let mut b = t.block_iter(hd).expect("block");
+                b.seek_to_first().expect("first");
+                let mut n = 0;
+                while b.valid() {
+                    n += 1;
+                    b.next().expect("next");
+                }
+                n
+            })
+            .sum();
+        assert_eq!(n_left + in_dropped, es.len());
+    }
+}
+
+#[test]
+fn damaged_tiled_tables_are_corruption_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(400, 3);
+    let opts = SstOptions {
+        tiles: tiles(4),
+        ..small_blocks(Compression::None)
+    };
+    let (path, _, _) = write(dir.path(), 1, &es, &tombstones(), opts);
+    let t = open(&path, None).expect("open");
+    let f = *t.footer();
+    let page = t.tiles().expect("tiles").pages[5].handle;
+    drop(t);
+    let original = std::fs::read(&path).expect("read");
+    for (what, at) in [
+        ("tile index", f.index.offset + f.index.size / 2),
+        ("page", page.offset + page.size / 2),
+    ] {
+        let mut bytes = original.clone();
+        bytes[at as usize] ^= 0x41;
+        std::fs::write(&path, &bytes).expect("write");
+        let r = open(&path, None).and_then(|t| scan_fwd(&t).map(|_| ()));
+        assert_corruption_naming(r, &path, what);
+    }
 }

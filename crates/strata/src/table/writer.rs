@@ -152,6 +152,7 @@ impl TableWriter {
             file_numbers: Arc::new(AtomicU64::new(1)),
             target_file_size: u64::MAX,
             clock: Arc::new(crate::options::SystemClock),
+            deletes: Default::default(),
         };
         let share = opts.sort_memory / schema.indexes.len().max(1);
         let sorters = schema

@@ -34,6 +34,9 @@ pub struct FileMeta {
     /// For an ingested external file: the seqno all its entries are read with (they are
     /// stored with seqno 0; `db::ingest`). `None` for files the engine wrote.
     pub global_seq: Option<SeqNo>,
+    /// Offsets of the pages of a tiled file that secondary range deletes dropped
+    /// without rewriting it, ascending (readers skip them; `compaction::tiles`).
+    pub dropped_pages: Vec<u64>,
 }
 
 /// A file added to a keyspace's level, as a piece of a run.

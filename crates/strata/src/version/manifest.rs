@@ -41,7 +41,8 @@
 //! 1 keyspace (u32), 2 level (u32), 3 run, 4 number, 5 size, 6 smallest (bytes),
 //! 7 largest (bytes), 8 min_seq, 9 max_seq, 10 entries, 11 tombstones,
 //! 12 range_tombstones, 13 oldest_tombstone_time (absent = `None`), 14 raw_bytes,
-//! 15 global_seq (absent = `None`; an ingested file, read with this seqno).
+//! 15 global_seq (absent = `None`; an ingested file, read with this seqno),
+//! 16 dropped pages (optional: `varint count ++ varint offset delta*`, ascending).
 //!
 //! The codec checks syntax only; whether an edit makes sense (seqno ranges, known
 //! keyspaces) is checked when it is applied to a version.
@@ -109,6 +110,7 @@ const NF_RANGE_TOMBSTONES: u64 = 12;
 const NF_OLDEST_TOMBSTONE_TIME: u64 = 13;
 const NF_RAW_BYTES: u64 = 14;
 const NF_GLOBAL_SEQ: u64 = 15;
+const NF_DROPPED_PAGES: u64 = 16;
 
 impl VersionEdit {
     /// Encodes the edit in the manifest's tagged format (see the module docs).
@@ -251,6 +253,48 @@ fn encode_new_file(nf: &NewFile, out: &mut Vec<u8>) {
         put_varint(out, NF_GLOBAL_SEQ);
         put_varint(out, g);
     }
+    if !m.dropped_pages.is_empty() {
+        put_varint(out, NF_DROPPED_PAGES);
+        let mut b = Vec::new();
+        put_varint(&mut b, m.dropped_pages.len() as u64);
+        let mut prev = 0;
+        for &o in &m.dropped_pages {
+            put_varint(&mut b, o - prev);
+            prev = o;
+        }
+        put_bytes(out, &b);
+    }
+}
+
+/// Decodes tag 16 of a new file: ascending page offsets.
+fn decode_dropped_pages(b: &[u8]) -> std::result::Result<Vec<u64>, DecodeError> {
+    let mut d = Decoder::new(b);
+    let n = d.varint()?;
+    // Each offset takes at least a byte: never trust `n` for the allocation.
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(d.remaining()));
+    let mut prev = 0u64;
+    for i in 0..n {
+        let at = d.position();
+        let delta = d.varint()?;
+        if i > 0 && delta == 0 {
+            return Err(DecodeError {
+                offset: at,
+                reason: "dropped pages not ascending",
+            });
+        }
+        prev = prev.checked_add(delta).ok_or(DecodeError {
+            offset: at,
+            reason: "dropped page offset overflows",
+        })?;
+        out.push(prev);
+    }
+    if !d.is_empty() {
+        return Err(DecodeError {
+            offset: d.position(),
+            reason: "trailing bytes after the dropped pages",
+        });
+    }
+    Ok(out)
 }
 
 fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
@@ -260,6 +304,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     let (mut min_seq, mut max_seq, mut entries) = (None, None, None);
     let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) = (None, None, None, None);
     let mut global_seq = None;
+    let mut dropped = None;
     while !d.is_empty() {
         let at = d.position();
         match d.varint()? {
@@ -278,6 +323,14 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             NF_OLDEST_TOMBSTONE_TIME => set_once(&mut oldest, d.varint()?, at)?,
             NF_RAW_BYTES => set_once(&mut raw_bytes, d.varint()?, at)?,
             NF_GLOBAL_SEQ => set_once(&mut global_seq, d.varint()?, at)?,
+            NF_DROPPED_PAGES => {
+                let b = d.length_prefixed()?;
+                let pages = decode_dropped_pages(b).map_err(|e| DecodeError {
+                    offset: at + e.offset,
+                    reason: e.reason,
+                })?;
+                set_once(&mut dropped, pages, at)?
+            }
             _ => {
                 return Err(DecodeError {
                     offset: at,
@@ -305,6 +358,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             oldest_tombstone_time: oldest,
             raw_bytes: raw_bytes.ok_or_else(|| missing("new file lacks its raw byte count"))?,
             global_seq,
+            dropped_pages: dropped.unwrap_or_default(),
         },
     })
 }
@@ -581,6 +635,7 @@ mod tests {
                 oldest_tombstone_time: oldest,
                 raw_bytes: 3000,
                 global_seq: None,
+                dropped_pages: Vec::new(),
             },
         }
     }
@@ -922,6 +977,7 @@ mod tests {
                     oldest_tombstone_time,
                     raw_bytes,
                     global_seq,
+                    dropped_pages: Vec::new(),
                 },
             )
     }

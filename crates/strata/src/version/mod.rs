@@ -56,6 +56,14 @@ pub use obsolete::ObsoleteFiles;
 pub struct TableFile {
     /// What the manifest records.
     pub meta: FileMeta,
+    /// Shared by every handle on the file (a page drop re-adds a file with new
+    /// metadata under a new handle): the file goes when the last of them lets go.
+    life: Arc<FileLife>,
+}
+
+/// The file behind one or more [`TableFile`] handles.
+struct FileLife {
+    number: u64,
     obsolete: AtomicBool,
     path: PathBuf,
     retired: Arc<ObsoleteFiles>,
@@ -90,15 +98,15 @@ impl TableFile {
 /// holder drops it.
 pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
     for f in files {
-        f.obsolete.store(true, Ordering::SeqCst);
-        f.retired.note_removed(&f.path);
+        f.life.obsolete.store(true, Ordering::SeqCst);
+        f.life.retired.note_removed(&f.life.path);
     }
 }
 
-impl Drop for TableFile {
+impl Drop for FileLife {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::SeqCst) {
-            self.sst_cache.evict(self.meta.number);
+            self.sst_cache.evict(self.number);
             self.retired.retire(std::mem::take(&mut self.path));
         }
     }
@@ -260,13 +268,22 @@ impl Version {
                 .get_mut(&nf.keyspace)
                 .ok_or_else(|| format!("file {} added to unknown keyspace {}", nf.meta.number, nf.keyspace))?;
             let handle = match removed.remove(&nf.meta.number) {
-                Some(h) => h,
+                Some(h) if h.meta == nf.meta => h,
+                // Re-added with new metadata (pages dropped by delete tiles): the same
+                // file under a new handle sharing its life.
+                Some(h) => Arc::new(TableFile {
+                    meta: nf.meta.clone(),
+                    life: h.life.clone(),
+                }),
                 None => Arc::new(TableFile {
                     meta: nf.meta.clone(),
-                    obsolete: AtomicBool::new(false),
-                    path: ctx.dir.join(crate::sstable::sst_file_name(nf.meta.number)),
-                    retired: ctx.retired.clone(),
-                    sst_cache: ctx.sst_cache.clone(),
+                    life: Arc::new(FileLife {
+                        number: nf.meta.number,
+                        obsolete: AtomicBool::new(false),
+                        path: ctx.dir.join(crate::sstable::sst_file_name(nf.meta.number)),
+                        retired: ctx.retired.clone(),
+                        sst_cache: ctx.sst_cache.clone(),
+                    }),
                 }),
             };
             let level = nf.level as usize;
@@ -385,6 +402,7 @@ mod tests {
             oldest_tombstone_time: None,
             raw_bytes: 2,
             global_seq: None,
+            dropped_pages: Vec::new(),
         };
         let add = VersionEdit {
             new_keyspaces: vec![(0, "default".into())],

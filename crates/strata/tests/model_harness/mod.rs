@@ -132,6 +132,21 @@ pub enum Op {
         files: usize,
         link: bool,
     },
+    /// A secondary range delete on keyspace 2 (whose delete key is the value's second
+    /// byte, the first digit of the writing operation's tag): kills values whose byte is
+    /// in `lo..hi`. A no-op with fewer than 3 keyspaces.
+    DeleteWhere {
+        lo: u8,
+        hi: u8,
+    },
+}
+
+/// Keyspace 2's delete key and tile size (see [`Op::DeleteWhere`]).
+pub fn delete_key_of_ks2() -> (strata::delete_key::DeleteKey, strata::delete_key::TileChoice) {
+    (
+        strata::delete_key::DeleteKey { offset: 1, width: 1 },
+        strata::delete_key::TileChoice::Fixed(4),
+    )
 }
 
 fn key_idx() -> impl Strategy<Value = u16> {
@@ -198,6 +213,7 @@ pub fn op(nks: usize) -> impl Strategy<Value = Op> {
             any::<bool>()
         )
             .prop_map(|(ks, entries, files, link)| Op::Ingest { ks, entries, files, link }),
+        2 => (0u8..9, 1u8..4).prop_map(|(lo, w)| Op::DeleteWhere { lo: b'0' + lo, hi: b'0' + (lo + w).min(10) }),
     ]
 }
 
@@ -421,7 +437,12 @@ impl Harness {
             let ks = if i == 0 {
                 db.default_keyspace()
             } else if create {
-                db.create_keyspace(name).map_err(|e| format!("create_keyspace: {e}"))?
+                let ks = db.create_keyspace(name).map_err(|e| format!("create_keyspace: {e}"))?;
+                if i == 2 {
+                    let (key, h) = delete_key_of_ks2();
+                    ks.set_delete_key(key, h).map_err(|e| format!("set_delete_key: {e}"))?;
+                }
+                ks
             } else {
                 db.keyspace(name)
                     .map_err(|e| format!("keyspace {name} after reopen: {e}"))?
@@ -626,6 +647,14 @@ impl Harness {
                 files,
                 link,
             } => self.ingest(*ks, entries, *files, *link)?,
+            Op::DeleteWhere { lo, hi } => {
+                if self.nks == 3 {
+                    self.ks[2]
+                        .delete_where(&[*lo], &[*hi])
+                        .map_err(|e| format!("delete_where: {e}"))?;
+                    self.model[2].retain(|_, v| v.get(1).is_none_or(|d| !(*lo..*hi).contains(d)));
+                }
+            }
         }
         Ok(())
     }

@@ -1,0 +1,617 @@
+//! `lethe --kiwi`: secondary range deletes (the KiWi half of the Lethe article). Entries
+//! are sorted by a random key and deleted by their creation time (a big-endian u64 at
+//! the start of the value, the keyspace's delete key). The operation mix: 0.001 %
+//! secondary range deletes (each the oldest 5 % of the loaded creation times), 1 %
+//! range queries (100 keys), 50 % point queries (existing keys), the rest inserts;
+//! pages of 4 KiB, 256 per file.
+//!
+//! Every variant runs on a fresh database: a load phase that runs the same mix until
+//! the loaded entries are in (so `h = auto` observes the mix), a full compaction, then
+//! the measured phase. Variants: Strata with delete tiles of h = 1, 2, ..., 64 and
+//! auto, where a secondary range delete is `delete_where` (whole pages dropped by a
+//! manifest edit, partly covered ones left to compactions); (a) a full-tree compaction
+//! with a filter dropping the qualifying rows after each delete (`delete_where` on
+//! h = 1, then `compact_range`), what production engines run every 7-30 days; (b) a
+//! scan of the whole keyspace deleting the qualifying rows one by one. RocksDB doing (a)
+//! with a compaction filter is not built here (see the report).
+//!
+//! I/O is counted in 4 KiB pages: pages compactions and flushes read and wrote
+//! (their bytes / 4096) plus data blocks foreground reads took from the files (block
+//! cache misses).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde::Serialize;
+use strata::delete_key::{DeleteKey, TileChoice};
+use strata::sstable::LOOKUP_COUNTERS;
+use strata::{Db, Keyspace, Options, WriteBatch};
+
+use crate::BenchResult;
+use crate::plot::{Panel, Series, line_chart};
+use crate::report::{mib, thousands};
+
+const PAGE: u64 = 4096;
+const PAGES_PER_FILE: u64 = 256;
+const SRD_SHARE: f64 = 0.000_01;
+const RANGE_SHARE: f64 = 0.01;
+const POINT_SHARE: f64 = 0.5;
+const RANGE_LEN: usize = 100;
+/// Share of the loaded creation times one secondary range delete removes.
+const SRD_WIDTH: f64 = 0.05;
+
+/// Settings of a `--kiwi` run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KiwiShape {
+    /// Entries loaded before the measured phase.
+    pub entries: u64,
+    /// Operations of the measured phase.
+    pub ops: u64,
+    /// Bytes of an entry (16-byte key + value).
+    pub entry_size: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// How one variant executes a secondary range delete.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+enum Mode {
+    /// `delete_where` on delete tiles of this h.
+    Tiles(Option<u32>),
+    /// (a) `delete_where` on h = 1, then a full compaction.
+    FullCompaction,
+    /// (b) a scan deleting qualifying rows one at a time.
+    RowByRow,
+}
+
+/// What one variant measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct KiwiResult {
+    /// Name in tables and plots.
+    pub name: String,
+    /// The tile size (`None` for the baselines).
+    pub h: Option<u32>,
+    /// The h the cost model chose for each level (auto).
+    pub auto_levels: Vec<u32>,
+    /// Secondary range deletes in the measured phase.
+    pub srds: u64,
+    /// Per secondary range delete: pages read (by the delete itself).
+    pub srd_pages_read: f64,
+    /// Per secondary range delete: pages dropped whole, unread.
+    pub srd_pages_dropped: f64,
+    /// Per secondary range delete: pages the delete covers in part (read and rewritten
+    /// by a later compaction; by the delete itself in the baselines).
+    pub srd_pages_partial: f64,
+    /// Per secondary range delete: pages rewritten by the delete itself.
+    pub srd_pages_rewritten: f64,
+    /// Per secondary range delete: bytes written by the delete itself.
+    pub srd_bytes_written: f64,
+    /// Per secondary range delete: milliseconds.
+    pub srd_ms: f64,
+    /// Per point lookup: data pages searched.
+    pub lookup_pages: f64,
+    /// Per point lookup: bloom filters probed.
+    pub lookup_probes: f64,
+    /// Per point lookup: microseconds.
+    pub lookup_us: f64,
+    /// Per range query: data blocks touched.
+    pub range_blocks: f64,
+    /// Pages read and written in the measured phase (all operations and background work).
+    pub total_io_pages: u64,
+    /// Of which by the secondary range deletes themselves.
+    pub srd_io_pages: u64,
+    /// Per secondary range delete: its own I/O plus two page I/Os (read, rewrite) for
+    /// each page it covers in part, which a later compaction pays (the article's
+    /// accounting of a delete's cost).
+    pub srd_io_with_partial: f64,
+    /// Entries in files at the end that the deletes killed but no compaction has
+    /// removed yet (disk entries minus live keys, tombstones and versions included).
+    pub leftover_entries: i64,
+    /// Seconds of the measured phase.
+    pub seconds: f64,
+}
+
+fn key(rng: &mut StdRng) -> [u8; 16] {
+    rng.r#gen()
+}
+
+fn value(ts: u64, size: usize) -> Vec<u8> {
+    let mut v = ts.to_be_bytes().to_vec();
+    v.resize(size.max(9), b'v');
+    v
+}
+
+fn options() -> Options {
+    Options {
+        block_size: PAGE as usize,
+        target_file_size: PAGE * PAGES_PER_FILE,
+        memtable_budget: 2 << 20,
+        size_ratio: 10.0,
+        runs_per_level: 1,
+        bloom_fpr: 0.01,
+        block_cache_bytes: 8 << 20,
+        ..Options::default()
+    }
+}
+
+/// Foreground and background pages read and written so far.
+fn io_pages(db: &Db) -> u64 {
+    let s = db.stats();
+    (s.compaction_bytes_read + s.compaction_bytes_written + s.flush_bytes_written) / PAGE + s.block_cache_misses
+}
+
+/// The workload's state: the keys written, the creation-time clock, the next delete.
+struct Work {
+    rng: StdRng,
+    keys: Vec<[u8; 16]>,
+    ts: u64,
+    next_cut: u64,
+    cut_step: u64,
+    entry_size: usize,
+}
+
+struct Tally {
+    srds: u64,
+    srd_read: u64,
+    srd_dropped: u64,
+    srd_partial: u64,
+    srd_rewritten: u64,
+    srd_written: u64,
+    srd_io: u64,
+    srd_secs: f64,
+    lookups: u64,
+    lookup_pages: u64,
+    lookup_probes: u64,
+    lookup_secs: f64,
+    ranges: u64,
+    range_blocks: u64,
+}
+
+impl Work {
+    fn insert(&mut self, ks: &Keyspace) -> BenchResult<()> {
+        let k = key(&mut self.rng);
+        ks.put(&k, &value(self.ts, self.entry_size - 16))?;
+        self.ts += 1;
+        self.keys.push(k);
+        Ok(())
+    }
+
+    fn srd(&mut self, db: &Db, ks: &Keyspace, mode: Mode, t: &mut Tally) -> BenchResult<()> {
+        let (lo, hi) = (self.next_cut, self.next_cut + self.cut_step);
+        self.next_cut = hi;
+        let before = db.stats();
+        let io0 = io_pages(db);
+        let start = Instant::now();
+        match mode {
+            Mode::Tiles(_) => ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?,
+            Mode::FullCompaction => {
+                ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?;
+                ks.compact_range(..)?;
+            }
+            Mode::RowByRow => {
+                let mut b = WriteBatch::new();
+                for item in ks.scan(..)? {
+                    let (k, v) = item?;
+                    let ts = u64::from_be_bytes(v[..8].try_into()?);
+                    if (lo..hi).contains(&ts) {
+                        b.delete(ks, &k);
+                        if b.len() >= 1000 {
+                            db.write(std::mem::take(&mut b))?;
+                        }
+                    }
+                }
+                if !b.is_empty() {
+                    db.write(b)?;
+                }
+            }
+        }
+        t.srd_secs += start.elapsed().as_secs_f64();
+        let after = db.stats();
+        t.srds += 1;
+        t.srd_io += io_pages(db) - io0;
+        t.srd_dropped += after.delete_pages_dropped - before.delete_pages_dropped;
+        t.srd_partial += after.delete_pages_partial - before.delete_pages_partial;
+        let read = (after.compaction_bytes_read - before.compaction_bytes_read) / PAGE
+            + (after.block_cache_misses - before.block_cache_misses);
+        let written = after.compaction_bytes_written - before.compaction_bytes_written + after.flush_bytes_written
+            - before.flush_bytes_written;
+        t.srd_read += read;
+        t.srd_rewritten += written / PAGE;
+        t.srd_written += written;
+        Ok(())
+    }
+
+    fn point(&mut self, ks: &Keyspace, t: &mut Tally) -> BenchResult<()> {
+        let k = self.keys[self.rng.gen_range(0..self.keys.len())];
+        let (p0, b0) = (
+            LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed),
+            LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed),
+        );
+        let start = Instant::now();
+        std::hint::black_box(ks.get(&k)?);
+        t.lookup_secs += start.elapsed().as_secs_f64();
+        t.lookups += 1;
+        t.lookup_pages += LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed) - p0;
+        t.lookup_probes += LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed) - b0;
+        Ok(())
+    }
+
+    fn range(&mut self, db: &Db, ks: &Keyspace, t: &mut Tally) -> BenchResult<()> {
+        let from = key(&mut self.rng);
+        let s0 = db.stats();
+        let n = ks.scan(&from[..]..)?.take(RANGE_LEN).count();
+        std::hint::black_box(n);
+        let s1 = db.stats();
+        t.ranges += 1;
+        t.range_blocks += (s1.block_cache_hits + s1.block_cache_misses) - (s0.block_cache_hits + s0.block_cache_misses);
+        Ok(())
+    }
+
+    /// Runs `ops` operations of the mix; `srds` secondary range deletes spread evenly.
+    fn run(&mut self, db: &Db, ks: &Keyspace, mode: Mode, ops: u64, srds: u64, t: &mut Tally) -> BenchResult<()> {
+        let every = ops / (srds + 1);
+        for i in 1..=ops {
+            if srds > 0 && every > 0 && i % every == 0 && i / every <= srds {
+                self.srd(db, ks, mode, t)?;
+                continue;
+            }
+            let x: f64 = self.rng.r#gen();
+            if x < RANGE_SHARE {
+                self.range(db, ks, t)?;
+            } else if x < RANGE_SHARE + POINT_SHARE && !self.keys.is_empty() {
+                self.point(ks, t)?;
+            } else {
+                self.insert(ks)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn empty_tally() -> Tally {
+    Tally {
+        srds: 0,
+        srd_read: 0,
+        srd_dropped: 0,
+        srd_partial: 0,
+        srd_rewritten: 0,
+        srd_written: 0,
+        srd_io: 0,
+        srd_secs: 0.0,
+        lookups: 0,
+        lookup_pages: 0,
+        lookup_probes: 0,
+        lookup_secs: 0.0,
+        ranges: 0,
+        range_blocks: 0,
+    }
+}
+
+fn run_variant(dir: &Path, name: &str, mode: Mode, shape: &KiwiShape) -> BenchResult<KiwiResult> {
+    let db = Db::open(dir, options())?;
+    let ks = db.create_keyspace("kiwi")?;
+    let h = match mode {
+        Mode::Tiles(Some(h)) => Some(TileChoice::fixed(h)?),
+        Mode::Tiles(None) => Some(TileChoice::Auto),
+        Mode::FullCompaction => Some(TileChoice::Fixed(1)),
+        Mode::RowByRow => None,
+    };
+    if let Some(h) = h {
+        ks.set_delete_key(DeleteKey::new(0, 8)?, h)?;
+    }
+    let mut w = Work {
+        rng: StdRng::seed_from_u64(shape.seed),
+        keys: Vec::with_capacity((shape.entries + shape.ops) as usize),
+        ts: 0,
+        next_cut: 0,
+        cut_step: ((shape.entries as f64 * SRD_WIDTH) as u64).max(1),
+        entry_size: shape.entry_size.max(32),
+    };
+    // Load with the same mix (the deletes it issues are not measured), then compact.
+    let load_ops = (shape.entries as f64 / (1.0 - SRD_SHARE - RANGE_SHARE - POINT_SHARE)) as u64;
+    let load_srds = (load_ops as f64 * SRD_SHARE).round() as u64;
+    let mut warm = empty_tally();
+    w.run(&db, &ks, mode, load_ops, load_srds, &mut warm)?;
+    db.compact_range()?;
+    db.wait_for_background()?;
+    let srds = ((shape.ops as f64 * SRD_SHARE).round() as u64).max(1);
+    let mut t = empty_tally();
+    let io0 = io_pages(&db);
+    let start = Instant::now();
+    w.run(&db, &ks, mode, shape.ops, srds, &mut t)?;
+    db.wait_for_background()?;
+    let seconds = start.elapsed().as_secs_f64();
+    let total_io_pages = io_pages(&db) - io0;
+    // Counted from the files alone.
+    db.flush()?;
+    let stats = db.stats();
+    let live = ks.scan(..)?.count() as i64;
+    let on_disk = stats.keyspace("kiwi").map_or(0, |k| k.entries()) as i64;
+    let auto_levels = stats
+        .keyspace("kiwi")
+        .map(|k| k.levels.iter().filter_map(|l| l.tile_h).collect())
+        .unwrap_or_default();
+    let per = |x: u64, n: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    let r = KiwiResult {
+        name: name.to_string(),
+        h: match mode {
+            Mode::Tiles(h) => h,
+            _ => None,
+        },
+        auto_levels: if matches!(mode, Mode::Tiles(None)) {
+            auto_levels
+        } else {
+            Vec::new()
+        },
+        srds: t.srds,
+        srd_pages_read: per(t.srd_read, t.srds),
+        srd_pages_dropped: per(t.srd_dropped, t.srds),
+        srd_pages_partial: per(t.srd_partial, t.srds),
+        srd_pages_rewritten: per(t.srd_rewritten, t.srds),
+        srd_bytes_written: per(t.srd_written, t.srds),
+        srd_ms: 1000.0 * t.srd_secs / t.srds.max(1) as f64,
+        lookup_pages: per(t.lookup_pages, t.lookups),
+        lookup_probes: per(t.lookup_probes, t.lookups),
+        lookup_us: 1e6 * t.lookup_secs / t.lookups.max(1) as f64,
+        range_blocks: per(t.range_blocks, t.ranges),
+        total_io_pages,
+        srd_io_pages: t.srd_io,
+        // The baselines' deletes finish their work themselves (a full compaction's
+        // partly covered pages are among those it read and wrote).
+        srd_io_with_partial: match mode {
+            Mode::Tiles(_) => per(t.srd_io + 2 * t.srd_partial, t.srds),
+            _ => per(t.srd_io, t.srds),
+        },
+        leftover_entries: on_disk - live,
+        seconds,
+    };
+    db.close()?;
+    Ok(r)
+}
+
+#[derive(Serialize)]
+struct KiwiJson<'a> {
+    benchmark: &'static str,
+    shape: KiwiShape,
+    pages_per_file: u64,
+    page_bytes: u64,
+    mix: [f64; 3],
+    rocksdb: &'static str,
+    results: &'a [KiwiResult],
+    targets: &'a KiwiTargets,
+}
+
+/// The issue's targets, evaluated.
+#[derive(Debug, Serialize)]
+pub struct KiwiTargets {
+    /// The fixed h with the least I/O per secondary range delete (partly covered pages
+    /// counted, [`KiwiResult::srd_io_with_partial`]).
+    pub best_h: u32,
+    /// 1 - that I/O at best h / the full-tree compaction's (target >= 0.76).
+    pub srd_io_saving_vs_full_compaction: f64,
+    /// 1 - the whole workload's I/O at best h / the full-tree compaction run's.
+    pub total_io_saving_vs_full_compaction: f64,
+    /// Point-lookup time at best h / at h = 1 (target <= 1.2).
+    pub lookup_time_ratio: f64,
+    /// Point-lookup pages at best h / at h = 1.
+    pub lookup_pages_ratio: f64,
+    /// The fixed h with the least I/O of the whole workload (what the cost model
+    /// minimises).
+    pub best_total_h: u32,
+    /// The whole workload's I/O of auto / of that h (target <= 1.1).
+    pub auto_vs_best_total: f64,
+}
+
+fn targets(rs: &[KiwiResult]) -> Option<KiwiTargets> {
+    let fixed: Vec<&KiwiResult> = rs.iter().filter(|r| r.h.is_some()).collect();
+    let best = fixed
+        .iter()
+        .min_by(|a, b| a.srd_io_with_partial.total_cmp(&b.srd_io_with_partial))?;
+    let best_total = fixed.iter().min_by_key(|r| r.total_io_pages)?;
+    let one = fixed.iter().find(|r| r.h == Some(1))?;
+    let full = rs.iter().find(|r| r.name.starts_with("(a)"))?;
+    let auto = rs.iter().find(|r| r.name == "h = auto")?;
+    Some(KiwiTargets {
+        best_h: best.h?,
+        srd_io_saving_vs_full_compaction: 1.0 - best.srd_io_with_partial / full.srd_io_with_partial.max(1.0),
+        total_io_saving_vs_full_compaction: 1.0 - best.total_io_pages as f64 / full.total_io_pages.max(1) as f64,
+        lookup_time_ratio: best.lookup_us / one.lookup_us.max(1e-9),
+        lookup_pages_ratio: best.lookup_pages / one.lookup_pages.max(1e-9),
+        best_total_h: best_total.h?,
+        auto_vs_best_total: auto.total_io_pages as f64 / best_total.total_io_pages.max(1) as f64,
+    })
+}
+
+fn plot(path: &Path, rs: &[KiwiResult]) -> BenchResult<()> {
+    let fixed: Vec<&KiwiResult> = rs.iter().filter(|r| r.h.is_some()).collect();
+    let x = |r: &KiwiResult| f64::from(r.h.unwrap_or(1)).log2();
+    let line = |name: &str, color: usize, f: &dyn Fn(&KiwiResult) -> f64| Series {
+        name: name.to_string(),
+        color,
+        points: fixed.iter().map(|r| (x(r), f(r))).collect(),
+    };
+    let flat = |name: &str, color: usize, v: f64| Series {
+        name: name.to_string(),
+        color,
+        points: vec![(0.0, v), (fixed.iter().map(|r| x(r)).fold(0.0, f64::max), v)],
+    };
+    let full = rs.iter().find(|r| r.name.starts_with("(a)"));
+    let mut d = vec![
+        line("pages dropped whole", 0, &|r| r.srd_pages_dropped),
+        line("pages covered in part", 1, &|r| r.srd_pages_partial),
+        line("I/O per delete (2 per partly covered page)", 4, &|r| {
+            r.srd_io_with_partial
+        }),
+    ];
+    if let Some(f) = full {
+        d.push(flat("(a) full compaction: I/O per delete", 2, f.srd_io_with_partial));
+    }
+    let mut e = vec![line("delete tiles", 0, &|r| r.total_io_pages as f64)];
+    if let Some(f) = full {
+        e.push(flat("(a) full compaction", 2, f.total_io_pages as f64));
+    }
+    if let Some(b) = rs.iter().find(|r| r.name.starts_with("(b)")) {
+        e.push(flat("(b) row by row", 3, b.total_io_pages as f64));
+    }
+    let f_panel = vec![
+        line("bloom probes / lookup", 4, &|r| r.lookup_probes),
+        line("pages read / lookup", 0, &|r| r.lookup_pages),
+    ];
+    line_chart(
+        path,
+        "log2 h (pages per delete tile)",
+        &[
+            Panel {
+                title: "D: pages per secondary range delete".into(),
+                y_label: "pages".into(),
+                series: d,
+            },
+            Panel {
+                title: "E: total I/O of the workload (pages)".into(),
+                y_label: "pages".into(),
+                series: e,
+            },
+            Panel {
+                title: "F: point-lookup cost: hashing and I/O".into(),
+                y_label: "per lookup".into(),
+                series: f_panel,
+            },
+        ],
+    )
+}
+
+/// Runs `lethe --kiwi`.
+pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool) -> BenchResult<()> {
+    println!("strata-bench lethe --kiwi: secondary range deletes with delete tiles (KiWi)");
+    println!(
+        "  {} entries of {} bytes loaded with the mix, then {} operations: {} % secondary range deletes \
+         (each the oldest {} % of the loaded creation times), {} % range queries ({RANGE_LEN} keys), {} % point \
+         queries, the rest inserts; pages {PAGE} bytes, {PAGES_PER_FILE} per file, bloom 1 %, block cache 8 MiB",
+        thousands(shape.entries),
+        shape.entry_size,
+        thousands(shape.ops),
+        100.0 * SRD_SHARE,
+        100.0 * SRD_WIDTH,
+        100.0 * RANGE_SHARE,
+        100.0 * POINT_SHARE,
+    );
+    println!("  (c) RocksDB with a compaction filter: not run (this build has no RocksDB secondary-delete variant)");
+    if quick {
+        println!("  NOTE: --quick is a smoke run, not the benchmark's setting");
+    }
+    let mut variants: Vec<(String, Mode)> = [1u32, 2, 4, 8, 16, 32, 64]
+        .iter()
+        .map(|&h| (format!("h = {h}"), Mode::Tiles(Some(h))))
+        .collect();
+    variants.push(("h = auto".into(), Mode::Tiles(None)));
+    variants.push(("(a) full-tree compaction".into(), Mode::FullCompaction));
+    variants.push(("(b) scan, delete row by row".into(), Mode::RowByRow));
+    let mut results = Vec::new();
+    for (i, (name, mode)) in variants.iter().enumerate() {
+        let dir = base.join(format!("kiwi-{i}"));
+        let r = run_variant(&dir, name, *mode, &shape)?;
+        eprintln!(
+            "  {name}: {:.1} s, total I/O {} pages",
+            r.seconds,
+            thousands(r.total_io_pages)
+        );
+        results.push(r);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!();
+    println!(
+        "{:<28} {:>6} {:>8} {:>8} {:>8} {:>9} {:>11} {:>9} {:>8} {:>7} {:>7} {:>8} {:>11} {:>9}",
+        "variant",
+        "SRDs",
+        "read",
+        "dropped",
+        "partial",
+        "rewritten",
+        "written",
+        "SRD I/O",
+        "SRD ms",
+        "lk pg",
+        "probes",
+        "lk us",
+        "total I/O",
+        "leftover"
+    );
+    for r in &results {
+        println!(
+            "{:<28} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>9.0} {:>11} {:>9.0} {:>8.1} {:>7.3} {:>7.2} {:>8.2} {:>11} {:>9}",
+            r.name,
+            r.srds,
+            r.srd_pages_read,
+            r.srd_pages_dropped,
+            r.srd_pages_partial,
+            r.srd_pages_rewritten,
+            mib(r.srd_bytes_written as u64),
+            r.srd_io_with_partial,
+            r.srd_ms,
+            r.lookup_pages,
+            r.lookup_probes,
+            r.lookup_us,
+            thousands(r.total_io_pages),
+            r.leftover_entries
+        );
+    }
+    if let Some(r) = results.iter().find(|r| r.name == "h = auto") {
+        println!("auto chose h per level: {:?}", r.auto_levels);
+    }
+    let t = targets(&results).ok_or("missing variants for the targets")?;
+    println!();
+    println!(
+        "targets: best fixed h = {} for the deletes' I/O: {:.1} % below the full-tree compaction's per delete \
+         (target >= 76 %, aim 90 %), the whole workload's I/O {:.1} % below; point lookups {:.2}x the time and \
+         {:.2}x the pages of h = 1 (target <= 1.2x); for the whole workload's I/O the best fixed h is {} and auto \
+         is {:.2}x it (target <= 1.10x)",
+        t.best_h,
+        100.0 * t.srd_io_saving_vs_full_compaction,
+        100.0 * t.total_io_saving_vs_full_compaction,
+        t.lookup_time_ratio,
+        t.lookup_pages_ratio,
+        t.best_total_h,
+        t.auto_vs_best_total
+    );
+    let rep = KiwiJson {
+        benchmark: "lethe-kiwi",
+        shape,
+        pages_per_file: PAGES_PER_FILE,
+        page_bytes: PAGE,
+        mix: [SRD_SHARE, RANGE_SHARE, POINT_SHARE],
+        rocksdb: "not run",
+        results: &results,
+        targets: &t,
+    };
+    crate::report::write_json(json, &rep)?;
+    println!("json: {}", json.display());
+    match plot(png, &results) {
+        Ok(()) => println!("plot: {}", png.display()),
+        Err(e) => println!("plot: not written ({e})"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_drops_pages_and_hides_the_deleted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shape = KiwiShape {
+            entries: 3000,
+            ops: 4000,
+            entry_size: 256,
+            seed: 1,
+        };
+        let tiles = run_variant(&dir.path().join("a"), "h = 64", Mode::Tiles(Some(64)), &shape).expect("run");
+        let full = run_variant(&dir.path().join("b"), "(a)", Mode::FullCompaction, &shape).expect("run");
+        assert_eq!(tiles.srds, 1);
+        assert!(tiles.srd_pages_dropped > 0.0, "{tiles:?}");
+        assert_eq!(tiles.srd_bytes_written, 0.0, "dropping pages writes no data");
+        assert!(full.srd_pages_read > tiles.srd_pages_read, "{full:?}");
+    }
+}

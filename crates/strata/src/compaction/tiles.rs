@@ -1,0 +1,241 @@
+//! Delete tiles in flushes and compactions: which h each level's tables are written
+//! with (the KiWi cost model), and which pages a merge may drop without reading them.
+//!
+//! # The cost model (`docs/design/deletes.md`)
+//!
+//! Costs are in page I/Os per operation of the observed mix, for one level of `P`
+//! pages, with tiles of `h` pages:
+//!
+//! * a secondary range delete reads and rewrites the pages of each tile that qualify
+//!   only in part (at most two per tile: the range's two ends; every page when h = 1,
+//!   since the delete key is independent of the sort key) and drops the rest unread:
+//!   `2 * P * min(h, 2) / h`;
+//! * a point lookup probes h page filters (hashing, [`PROBE_COST`] each) and reads a
+//!   page per false positive: `h * (fpr + PROBE_COST)`, plus the page holding the key,
+//!   the same for every h;
+//! * a range query reads every page of each tile it meets: `h`.
+//!
+//! `total(h) = srd * cost_srd + point * cost_point + range * cost_range`, with the
+//! operations' shares of the mix; the h of [`CANDIDATES`] with the least total wins.
+//!
+//! # Dropping pages unread
+//!
+//! Invariant (TP): a merge skips a page only if the page is *whole* (every entry a `Put`
+//! with a delete key, the only version of its user key in its file), a secondary range
+//! delete at seqno `s` covers the page's whole delete-key range, the page's largest
+//! seqno is below `s`, no live snapshot is below `s` (every reader sees the delete),
+//! the page's file is in the merge's oldest input and the merge is bottommost (nothing
+//! older than the page's entries exists below, so no older version of their keys can
+//! resurface), and the keyspace is not a primary with deferred index maintenance
+//! (whose dropped rows must be read to delete their index entries).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::delete_key::{DeleteConfig, DeleteWhere, TileChoice};
+use crate::key::SeqNo;
+use crate::sstable::TileOptions;
+use crate::sstable::tile::{PageMeta, PageSkip};
+
+/// The tile sizes `h = auto` chooses among.
+pub const CANDIDATES: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/// A bloom probe's cost relative to a page read (hashing one key, one cache line,
+/// against a 4 KiB read from an SSD).
+pub const PROBE_COST: f64 = 0.001;
+
+/// The observed shares of secondary range deletes, point lookups and range queries in
+/// all operations (writes are the rest; they cost the same at every h).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Mix {
+    /// Secondary range deletes per operation.
+    pub srd: f64,
+    /// Point lookups per operation.
+    pub point: f64,
+    /// Range queries per operation.
+    pub range: f64,
+}
+
+/// What one h costs a level, per operation of the mix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TileCost {
+    /// Pages per tile.
+    pub h: u32,
+    /// Secondary range deletes' share.
+    pub srd: f64,
+    /// Point lookups' share.
+    pub point: f64,
+    /// Range queries' share.
+    pub range: f64,
+}
+
+impl TileCost {
+    /// The sum.
+    pub fn total(&self) -> f64 {
+        self.srd + self.point + self.range
+    }
+}
+
+/// The cost of tiles of `h` pages in a level of `pages` pages (model in the module docs).
+pub fn cost(mix: Mix, pages: u64, h: u32, fpr: f64) -> TileCost {
+    let h_f = f64::from(h.max(1));
+    let p = pages as f64;
+    TileCost {
+        h,
+        srd: mix.srd * 2.0 * p * h_f.min(2.0) / h_f,
+        point: mix.point * h_f * (fpr + PROBE_COST),
+        range: mix.range * h_f,
+    }
+}
+
+/// The h of [`CANDIDATES`] (at most `max_h`) with the least cost, and that cost.
+pub fn choose(mix: Mix, pages: u64, fpr: f64, max_h: u32) -> TileCost {
+    let mut best = cost(mix, pages, 1, fpr);
+    for h in CANDIDATES.into_iter().filter(|&h| h <= max_h.max(1)) {
+        let c = cost(mix, pages, h, fpr);
+        if c.total() < best.total() {
+            best = c;
+        }
+    }
+    best
+}
+
+/// What a flush or compaction of one keyspace needs about its delete key.
+#[derive(Debug, Clone)]
+pub struct DeleteJob {
+    /// The keyspace's configuration.
+    pub config: DeleteConfig,
+    /// The h of each level (the last entry serves deeper levels).
+    pub h_by_level: Vec<u32>,
+    /// Its secondary range deletes.
+    pub records: Vec<DeleteWhere>,
+}
+
+impl DeleteJob {
+    /// The table options of output level `level`.
+    pub fn tile_options(&self, level: usize) -> TileOptions {
+        let h = match self.config.h {
+            TileChoice::Fixed(h) => h,
+            TileChoice::Auto => self
+                .h_by_level
+                .get(level)
+                .or(self.h_by_level.last())
+                .copied()
+                .unwrap_or(1),
+        };
+        TileOptions {
+            h,
+            delete_key: Some(self.config.key),
+        }
+    }
+}
+
+/// Delete configurations of the keyspaces a job may write, by keyspace id.
+pub type DeleteJobs = Arc<BTreeMap<u32, DeleteJob>>;
+
+/// Pages a merge dropped unread and pages it read that a delete covered in part.
+#[derive(Debug, Default)]
+pub struct PageCounts {
+    /// Pages skipped whole (invariant TP).
+    pub dropped: AtomicU64,
+    /// Pages not dropped whose delete-key range meets the newest secondary range delete.
+    pub partial: AtomicU64,
+}
+
+/// The predicate a merge's oldest input applies to pages (invariant TP): true to skip.
+/// `oldest_snapshot` is the smallest live snapshot, if any.
+pub fn page_skipper(records: Vec<DeleteWhere>, oldest_snapshot: Option<SeqNo>, counts: Arc<PageCounts>) -> PageSkip {
+    // Only records every reader sees can drop anything.
+    let records: Vec<DeleteWhere> = records
+        .into_iter()
+        .filter(|r| oldest_snapshot.is_none_or(|s| s >= r.seq))
+        .collect();
+    let newest = records.iter().max_by_key(|r| r.seq).cloned();
+    Arc::new(move |page: &PageMeta| {
+        let Some((lo, hi)) = &page.dk else {
+            return false;
+        };
+        let drop = page.whole && records.iter().any(|r| page.max_seq < r.seq && r.covers_all(lo, hi));
+        if drop {
+            counts.dropped.fetch_add(1, Ordering::Relaxed);
+        } else if newest.as_ref().is_some_and(|r| r.meets(lo, hi)) {
+            counts.partial.fetch_add(1, Ordering::Relaxed);
+        }
+        drop
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delete_key::DeleteKey;
+    use crate::sstable::format::BlockHandle;
+
+    #[test]
+    fn the_model_trades_deletes_against_lookups() {
+        // No secondary range deletes: h = 1 is cheapest.
+        let reads = Mix {
+            srd: 0.0,
+            point: 0.5,
+            range: 0.01,
+        };
+        assert_eq!(choose(reads, 1 << 14, 0.01, 256).h, 1);
+        // Deletes only: the largest h allowed.
+        let deletes = Mix {
+            srd: 1e-5,
+            point: 0.0,
+            range: 0.0,
+        };
+        assert_eq!(choose(deletes, 1 << 14, 0.01, 64).h, 64);
+        // The benchmark's mix picks something between, and more pages favour larger h.
+        let mix = Mix {
+            srd: 1e-5,
+            point: 0.5,
+            range: 0.01,
+        };
+        let small = choose(mix, 1 << 10, 0.01, 256).h;
+        let large = choose(mix, 1 << 16, 0.01, 256).h;
+        assert!(small < large && small >= 1 && large < 256, "{small} {large}");
+        // h = 2 saves nothing on deletes over h = 1 (both ends of a range per tile).
+        assert_eq!(cost(mix, 100, 1, 0.01).srd, cost(mix, 100, 2, 0.01).srd);
+    }
+
+    #[test]
+    fn only_whole_covered_older_pages_are_skipped() {
+        let page = |whole, dk: (u8, u8), max_seq| PageMeta {
+            handle: BlockHandle::default(),
+            first: crate::key::internal_key(b"a", 1, crate::key::ValueKind::Put),
+            last: crate::key::internal_key(b"b", 1, crate::key::ValueKind::Put),
+            max_seq,
+            dk: Some((vec![dk.0], vec![dk.1])),
+            whole,
+            bloom: None,
+        };
+        let r = DeleteWhere {
+            seq: 10,
+            lo: vec![5],
+            hi: vec![9],
+        };
+        let counts = Arc::new(PageCounts::default());
+        let skip = page_skipper(vec![r.clone()], None, counts.clone());
+        assert!(skip(&page(true, (5, 8), 9)));
+        assert!(!skip(&page(false, (5, 8), 9)), "not whole");
+        assert!(!skip(&page(true, (5, 9), 9)), "9 is outside [5, 9)");
+        assert!(!skip(&page(true, (5, 8), 10)), "an entry as new as the delete");
+        assert_eq!(counts.dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(counts.partial.load(Ordering::Relaxed), 3, "met by the newest delete");
+        let held = page_skipper(vec![r], Some(9), Arc::new(PageCounts::default()));
+        assert!(!held(&page(true, (5, 8), 9)), "a snapshot before the delete");
+        let job = DeleteJob {
+            config: DeleteConfig {
+                key: DeleteKey { offset: 0, width: 1 },
+                h: TileChoice::Auto,
+            },
+            h_by_level: vec![1, 4],
+            records: Vec::new(),
+        };
+        assert_eq!(job.tile_options(0).h, 1);
+        assert_eq!(job.tile_options(5).h, 4);
+    }
+}

@@ -1,0 +1,288 @@
+//! Secondary range deletes (`Keyspace::delete_where`) on a keyspace with a delete key:
+//! every read path hides the qualifying entries at once, snapshots taken before still
+//! see them, the delete survives reopen (from the WAL and from the manifest), bottommost
+//! compactions drop delete-tile pages unread, and bad input changes nothing. A
+//! model-based property test interleaves it with writes, flushes, compactions,
+//! snapshots and reopens at several tile sizes.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use strata::delete_key::{DeleteKey, TileChoice};
+use strata::{Db, Error, Keyspace, Options};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn opts() -> Options {
+    Options {
+        memtable_budget: 64 << 10,
+        target_file_size: 64 << 10,
+        block_size: 512,
+        l0_compaction_trigger: 2,
+        size_ratio: 4.0,
+        runs_per_level: 1,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A value whose delete key (its first 4 bytes, big-endian) is `dk`.
+fn value(dk: u32, tag: u32) -> Vec<u8> {
+    let mut v = dk.to_be_bytes().to_vec();
+    v.extend_from_slice(format!(":{tag}:").as_bytes());
+    v.resize(40, b'.');
+    v
+}
+
+fn dk_of(v: &[u8]) -> u32 {
+    u32::from_be_bytes([v[0], v[1], v[2], v[3]])
+}
+
+fn scan_all(ks: &Keyspace) -> Model {
+    ks.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item")
+}
+
+fn check(ks: &Keyspace, model: &Model, when: &str) {
+    assert_eq!(scan_all(ks), *model, "forward scan {when}");
+    let back: Vec<_> = ks
+        .scan(..)
+        .expect("scan")
+        .rev()
+        .collect::<Result<_, _>>()
+        .expect("rev item");
+    assert_eq!(
+        back,
+        model.clone().into_iter().rev().collect::<Vec<_>>(),
+        "reverse scan {when}"
+    );
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(ks.get(k).expect("get").as_ref(), Some(v), "get {when}");
+    }
+}
+
+fn delete_where(ks: &Keyspace, model: &mut Model, lo: u32, hi: u32) {
+    ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())
+        .expect("delete_where");
+    model.retain(|_, v| !(lo..hi).contains(&dk_of(v)));
+}
+
+#[test]
+fn delete_where_hides_at_once_persists_and_drops_pages_in_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = Model::new();
+    {
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let ks = db.create_keyspace("orders").expect("create");
+        ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(8))
+            .expect("set dk");
+        for i in 0..4000u32 {
+            // Delete keys independent of the sort key.
+            let dk = i.wrapping_mul(2_654_435_761) % 1000;
+            ks.put(&key(i), &value(dk, 0)).expect("put");
+            model.insert(key(i), value(dk, 0));
+        }
+        db.compact_range().expect("compact");
+        let before = db.snapshot();
+        let seen_before = model.clone();
+        delete_where(&ks, &mut model, 0, 300);
+        check(&ks, &model, "after delete_where");
+        // The snapshot holds the delete back: no page dropped yet.
+        assert_eq!(db.stats().delete_pages_dropped, 0);
+        let old: Model = before
+            .scan(&ks, ..)
+            .expect("snapshot scan")
+            .collect::<Result<_, _>>()
+            .expect("item");
+        assert_eq!(old, seen_before, "a snapshot taken before still sees the rows");
+        // Rewrites after the delete survive it even with a qualifying delete key.
+        ks.put(&key(1), &value(5, 1)).expect("put");
+        model.insert(key(1), value(5, 1));
+        drop(before);
+        check(&ks, &model, "after a newer write");
+        // With the snapshot gone the next delete drops whole pages of the last level by
+        // a manifest edit, reading and writing no data.
+        let written = db.stats().compaction_bytes_written;
+        delete_where(&ks, &mut model, 300, 500);
+        let s = db.stats();
+        assert!(s.delete_pages_dropped > 0, "no page dropped: {s}");
+        assert_eq!(s.compaction_bytes_written, written);
+        check(&ks, &model, "after pages were dropped");
+    }
+    // Replayed from the WAL.
+    {
+        let db = Db::open(dir.path(), opts()).expect("reopen");
+        let ks = db.keyspace("orders").expect("ks");
+        check(&ks, &model, "after reopen (WAL)");
+        db.flush().expect("flush");
+    }
+    // From the manifest, then made physical.
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let ks = db.keyspace("orders").expect("ks");
+    check(&ks, &model, "after reopen (manifest)");
+    let entries_before = db.stats().keyspace("orders").expect("stats").entries();
+    ks.compact_range(..).expect("compact");
+    check(&ks, &model, "after compaction");
+    let entries_after = db.stats().keyspace("orders").expect("stats").entries();
+    assert_eq!(
+        entries_after,
+        model.len() as u64,
+        "the killed rows are gone ({entries_before} before)"
+    );
+    // A delete on the compacted (tiled) files drops whole pages unread.
+    delete_where(&ks, &mut model, 500, 700);
+    ks.compact_range(..).expect("compact");
+    check(&ks, &model, "after a second delete and compaction");
+    assert_eq!(
+        db.stats().keyspace("orders").expect("stats").entries(),
+        model.len() as u64
+    );
+    let s = db.stats();
+    assert!(s.delete_pages_dropped > 0, "no page dropped unread: {s}");
+    assert!(s.delete_pages_partial > 0, "{s}");
+    let l = s
+        .keyspace("orders")
+        .expect("stats")
+        .levels
+        .last()
+        .cloned()
+        .expect("a level");
+    assert_eq!(l.tile_h, Some(8));
+    assert!(s.to_string().contains("delete tiles: h = 8 (fixed)"), "{s}");
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let ks = db.create_keyspace("plain").expect("create");
+    ks.put(b"a", &value(1, 0)).expect("put");
+    let seq = db.last_seq();
+    let invalid = |r: strata::Result<()>, what: &str| {
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{what}: {r:?}");
+    };
+    invalid(ks.delete_where(&[0; 4], &[9; 4]), "no delete key declared");
+    assert!(DeleteKey::new(0, 0).is_err() && DeleteKey::new(0, 17).is_err());
+    invalid(
+        ks.set_delete_key(DeleteKey { offset: 0, width: 0 }, TileChoice::Auto),
+        "width 0",
+    );
+    invalid(
+        ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(0)),
+        "h = 0",
+    );
+    invalid(
+        ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(257)),
+        "h = 257",
+    );
+    assert_eq!(ks.delete_config().expect("config"), None, "nothing declared");
+    ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Auto)
+        .expect("set");
+    invalid(ks.delete_where(&[0; 3], &[9; 4]), "a bound of the wrong width");
+    invalid(ks.delete_where(&[9; 4], &[1; 4]), "an empty range");
+    assert_eq!(db.last_seq(), seq, "no refused write took a seqno");
+    assert!(ks.get(b"a").expect("get").is_some());
+    ks.delete_where(&[0; 4], &[0, 0, 0, 2]).expect("delete_where");
+    assert_eq!(ks.get(b"a").expect("get"), None);
+    invalid(
+        ks.set_delete_key(DeleteKey::new(4, 4).expect("dk"), TileChoice::Auto),
+        "changing the key once used",
+    );
+    ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(4))
+        .expect("changing h is fine");
+    // Dropping the keyspace takes its delete key and records along.
+    db.flush().expect("flush");
+    assert!(db.meta("strata.delete_key.1").is_some());
+    assert!(
+        db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_some(),
+        "flushed into the manifest"
+    );
+    db.drop_keyspace("plain").expect("drop");
+    assert!(db.meta("strata.delete_key.1").is_none());
+    assert!(db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_none());
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u32, u32),
+    Delete(u32),
+    DeleteWhere(u32, u32),
+    Flush,
+    Compact,
+    Snapshot,
+    CheckSnapshots,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (0u32..300, 0u32..100).prop_map(|(k, d)| Op::Put(k, d)),
+        2 => (0u32..300).prop_map(Op::Delete),
+        2 => (0u32..100, 1u32..40).prop_map(|(lo, w)| Op::DeleteWhere(lo, lo + w)),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Snapshot),
+        1 => Just(Op::CheckSnapshots),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn delete_where_matches_a_model(
+        ops in proptest::collection::vec(op(), 1..120),
+        h in prop_oneof![Just(TileChoice::Fixed(1)), Just(TileChoice::Fixed(4)), Just(TileChoice::Fixed(16)), Just(TileChoice::Auto)],
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let small = Options { memtable_budget: 8 << 10, target_file_size: 8 << 10, block_size: 256, ..opts() };
+        let mut db = Db::open(dir.path(), small.clone()).expect("open");
+        let mut ks = db.create_keyspace("t").expect("create");
+        ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), h).expect("set");
+        let mut model = Model::new();
+        let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
+        for (n, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Put(k, d) => {
+                    ks.put(&key(k), &value(d, n as u32)).expect("put");
+                    model.insert(key(k), value(d, n as u32));
+                }
+                Op::Delete(k) => {
+                    ks.delete(&key(k)).expect("delete");
+                    model.remove(&key(k));
+                }
+                Op::DeleteWhere(lo, hi) => delete_where(&ks, &mut model, lo, hi),
+                Op::Flush => db.flush().expect("flush"),
+                Op::Compact => ks.compact_range(..).expect("compact"),
+                Op::Snapshot => snaps.push((db.snapshot(), model.clone())),
+                Op::CheckSnapshots => {
+                    for (s, m) in &snaps {
+                        let got: Model = s.scan(&ks, ..).expect("scan").collect::<Result<_, _>>().expect("item");
+                        prop_assert_eq!(&got, m);
+                        for k in m.keys().take(5) {
+                            prop_assert_eq!(s.get(&ks, k).expect("get"), m.get(k).cloned());
+                        }
+                    }
+                }
+                Op::Reopen => {
+                    snaps.clear();
+                    drop(ks);
+                    db.close().expect("close");
+                    db = Db::open(dir.path(), small.clone()).expect("reopen");
+                    ks = db.keyspace("t").expect("ks");
+                }
+            }
+            prop_assert_eq!(&scan_all(&ks), &model);
+        }
+        for k in 0..300 {
+            prop_assert_eq!(ks.get(&key(k)).expect("get"), model.get(&key(k)).cloned());
+        }
+        snaps.clear();
+        ks.compact_range(..).expect("compact");
+        prop_assert_eq!(&scan_all(&ks), &model);
+        prop_assert_eq!(db.stats().keyspace("t").expect("stats").entries(), model.len() as u64);
+    }
+}
