@@ -1,58 +1,15 @@
 //! Runs the built `strata` binary's bulk-load subcommands (`sst-write`, `ingest`,
 //! `table-write`, `table-ingest`) against temporary directories.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+use common::{assert_fails, ok, path_str as s, run};
 
-fn run(db: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("STRATA_DB")
-        .output()
-        .expect("the strata binary runs");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "strata {args:?} panicked:\n{}",
-        run.stderr
-    );
-    run
-}
-
-fn ok(db: &Path, args: &[&str]) -> String {
-    let r = run(db, args);
-    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
-    r.stdout
-}
-
+/// A bulk-load command that must fail with exit 1 and every needle in its error.
 fn fails(db: &Path, args: &[&str], needles: &[&str]) {
-    let r = run(db, args);
-    assert_eq!(
-        r.code,
-        Some(1),
-        "strata {args:?} should fail; stdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
-    for n in needles {
-        assert!(r.stderr.contains(n), "stderr of {args:?} lacks {n:?}:\n{}", r.stderr);
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    assert_fails(&run(db, args), 1, needles);
 }
 
 #[test]

@@ -1,58 +1,26 @@
 //! `strata multimap ...` against temporary directories: put, paged get, delete, and
 //! loading CSV and JSON Lines into one database or hash partitions.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(db: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("STRATA_DB")
-        .output()
-        .expect("the strata binary runs");
-    let r = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        !r.stderr.contains("panicked"),
-        "strata {args:?} panicked:\n{}",
-        r.stderr
-    );
-    r
-}
-
-fn ok(db: &Path, args: &[&str]) -> String {
-    let r = run(db, args);
-    assert_eq!(r.code, Some(0), "strata {args:?} failed:\n{}", r.stderr);
-    r.stdout
-}
+use common::{assert_fails, new_db, ok, path_str, run};
 
 fn fails(db: &Path, args: &[&str], code: i32, needle: &str) {
-    let r = run(db, args);
-    assert_eq!(
-        r.code,
-        Some(code),
-        "strata {args:?}: stdout {} stderr {}",
-        r.stdout,
-        r.stderr
-    );
-    assert!(r.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", r.stderr);
+    assert_fails(&run(db, args), code, &[needle]);
+}
+
+/// `mm load NAME FILE --key-field KEY --value-field VALUE` followed by `extra`.
+fn load_args<'a>(name: &'a str, file: &'a str, key: &'a str, value: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["mm", "load", name, file, "--key-field", key, "--value-field", value];
+    args.extend_from_slice(extra);
+    args
 }
 
 #[test]
 fn put_get_pages_and_delete() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
+    let (_dir, db) = new_db();
     ok(&db, &["multimap", "put", "by_author", "alice", "c3", "c1", "c2", "c4"]);
     assert_eq!(ok(&db, &["mm", "get", "by_author", "alice"]), "c1\nc2\nc3\nc4\n");
     // Pages of two: the last value of a page starts the next.
@@ -107,23 +75,16 @@ fn load_csv_into_partitions_and_jsonl_into_one_database() {
     }
     std::fs::write(&csv, text).expect("write csv");
     let parts = dir.path().join("parts");
-    let csv_s = csv.to_str().expect("utf-8");
+    let csv_s = path_str(&csv);
     let out = ok(
         &parts,
-        &[
-            "mm",
-            "load",
+        &load_args(
             "by_author",
             csv_s,
-            "--key-field",
             "author",
-            "--value-field",
             "id",
-            "--partitions",
-            "3",
-            "--threads",
-            "2",
-        ],
+            &["--partitions", "3", "--threads", "2"],
+        ),
     );
     assert_eq!(out, "loaded 3000 pairs into multimap by_author (3 partitions)\n");
     assert!(parts.join("PARTITIONS").exists() && parts.join("p002").is_dir());
@@ -135,18 +96,7 @@ fn load_csv_into_partitions_and_jsonl_into_one_database() {
     // A second load into the same directory keeps its partition count.
     fails(
         &parts,
-        &[
-            "mm",
-            "load",
-            "x",
-            csv_s,
-            "--key-field",
-            "author",
-            "--value-field",
-            "id",
-            "--partitions",
-            "4",
-        ],
+        &load_args("x", csv_s, "author", "id", &["--partitions", "4"]),
         1,
         "holds 3 partitions",
     );
@@ -160,54 +110,32 @@ fn load_csv_into_partitions_and_jsonl_into_one_database() {
     let jsonl = dir.path().join("c.jsonl");
     std::fs::write(&jsonl, "{\"k\":\"sub1\",\"v\":42}\n\n{\"k\":\"sub1\",\"v\":\"x\"}\n").expect("write");
     let db = dir.path().join("db");
-    let out = ok(
-        &db,
-        &[
-            "mm",
-            "load",
-            "by_sub",
-            jsonl.to_str().expect("utf-8"),
-            "--key-field",
-            "k",
-            "--value-field",
-            "v",
-        ],
-    );
+    let out = ok(&db, &load_args("by_sub", path_str(&jsonl), "k", "v", &[]));
     assert_eq!(out, "loaded 2 pairs into multimap by_sub (1 partition)\n");
     assert_eq!(ok(&db, &["mm", "get", "by_sub", "sub1"]), "42\nx\n");
 }
 
 #[test]
 fn a_bad_line_loads_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
+    let (dir, db) = new_db();
     ok(&db, &["mm", "put", "m", "k", "before"]);
-    let bad = dir.path().join("bad.jsonl");
-    std::fs::write(
-        &bad,
-        "{\"key\":\"k\",\"value\":\"1\"}\n{\"key\":\"\",\"value\":\"2\"}\n",
-    )
-    .expect("write");
-    fails(
-        &db,
-        &["mm", "load", "m", bad.to_str().expect("utf-8")],
-        1,
-        "line 2: multimap key is empty",
-    );
-    std::fs::write(&bad, "{\"key\":\"k\",\"value\":\"1\"}\nnot json\n").expect("write");
-    fails(
-        &db,
-        &["mm", "load", "m", bad.to_str().expect("utf-8")],
-        1,
-        "line 2: not JSON",
-    );
-    let csv = dir.path().join("bad.csv");
-    std::fs::write(&csv, "key,other\nk,1\n").expect("write");
-    fails(
-        &db,
-        &["mm", "load", "m", csv.to_str().expect("utf-8")],
-        1,
-        "no column \"value\"",
-    );
+    let cases = [
+        (
+            "bad.jsonl",
+            "{\"key\":\"k\",\"value\":\"1\"}\n{\"key\":\"\",\"value\":\"2\"}\n",
+            "line 2: multimap key is empty",
+        ),
+        (
+            "bad.jsonl",
+            "{\"key\":\"k\",\"value\":\"1\"}\nnot json\n",
+            "line 2: not JSON",
+        ),
+        ("bad.csv", "key,other\nk,1\n", "no column \"value\""),
+    ];
+    for (name, text, needle) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).expect("write");
+        fails(&db, &["mm", "load", "m", path_str(&file)], 1, needle);
+    }
     assert_eq!(ok(&db, &["mm", "get", "m", "k"]), "before\n");
 }
