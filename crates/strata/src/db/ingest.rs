@@ -249,12 +249,7 @@ impl DbInner {
             let flushed_memtable = self.flush_overlapping_memtables(staged)?;
             let mut bg = self.bg.lock();
             loop {
-                if let Some(e) = &bg.error {
-                    return Err(Error::Background(e.clone()));
-                }
-                if bg.shutdown {
-                    return Err(Error::Closed);
-                }
+                bg.check()?;
                 if bg.compacting == 0 && !bg.flushing && bg.manual == 0 {
                     break;
                 }
@@ -363,12 +358,7 @@ impl DbInner {
         self.freeze_memtable_held()?;
         let mut bg = self.bg.lock();
         loop {
-            if let Some(e) = &bg.error {
-                return Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Closed);
-            }
+            bg.check()?;
             if self.current().imm.is_empty() {
                 return Ok(true);
             }

@@ -433,6 +433,21 @@ impl Scan {
         })
     }
 
+    /// Makes the cursor of `dir` on first use.
+    fn make_if_absent(&mut self, dir: Direction) {
+        let cursor = match dir {
+            Direction::Forward => &self.front,
+            Direction::Reverse => &self.back,
+        };
+        if cursor.is_none() {
+            let made = self.make(dir);
+            match dir {
+                Direction::Forward => self.front = Some(made),
+                Direction::Reverse => self.back = Some(made),
+            }
+        }
+    }
+
     fn make(&self, dir: Direction) -> DirIter {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for m in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
@@ -494,17 +509,7 @@ impl Scan {
         if self.finished {
             return None;
         }
-        let slot = match dir {
-            Direction::Forward => &self.front,
-            Direction::Reverse => &self.back,
-        };
-        if slot.is_none() {
-            let made = self.make(dir);
-            match dir {
-                Direction::Forward => self.front = Some(made),
-                Direction::Reverse => self.back = Some(made),
-            }
-        }
+        self.make_if_absent(dir);
         let (it, mine, other) = match dir {
             Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
             Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),
@@ -546,17 +551,7 @@ impl Scan {
         if self.finished {
             return None;
         }
-        let cursor = match dir {
-            Direction::Forward => &self.front,
-            Direction::Reverse => &self.back,
-        };
-        if cursor.is_none() {
-            let made = self.make(dir);
-            match dir {
-                Direction::Forward => self.front = Some(made),
-                Direction::Reverse => self.back = Some(made),
-            }
-        }
+        self.make_if_absent(dir);
         let (it, mine, other) = match dir {
             Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
             Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),

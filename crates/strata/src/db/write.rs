@@ -304,11 +304,8 @@ impl DbInner {
             // Stall: wait for the background to catch up.
             stalled.get_or_insert_with(Instant::now);
             let mut bg = self.bg.lock();
-            if let Some(e) = &bg.error {
-                break Err(Error::Background(e.clone()));
-            }
-            if bg.shutdown {
-                break Err(Error::Closed);
+            if let Err(e) = bg.check() {
+                break Err(e);
             }
             self.bg_cv.notify_all();
             self.bg_cv.wait_for(&mut bg, Duration::from_millis(50));
