@@ -5,8 +5,10 @@
 //! 300,000 values by default (a few seconds in a debug build); the 2,000,000
 //! with `STRATA_MULTIMAP_VALUES=2000000` (about 10 s in release).
 
+mod streaming_harness;
+
 use strata::multimap::MultiMap;
-use strata::{Db, Options};
+use streaming_harness::{env_count, small_buffers_db};
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
@@ -42,19 +44,8 @@ fn stream(it: impl Iterator<Item = strata::Result<Vec<u8>>>, n: u64, ascending: 
 
 #[test]
 fn streaming_a_huge_key_keeps_memory_flat() {
-    let n: u64 = std::env::var("STRATA_MULTIMAP_VALUES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300_000);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        // The block cache is bounded memory of its own: keep it small so the
-        // measurement is about the stream.
-        block_cache_bytes: 1 << 20,
-        memtable_budget: 8 << 20,
-        ..Options::default()
-    };
-    let db = Db::open(dir.path(), opts).expect("open");
+    let n = env_count("STRATA_MULTIMAP_VALUES", 300_000);
+    let (_dir, db) = small_buffers_db();
     let mm = MultiMap::new(db.create_keyspace("by_author").expect("ks"));
     mm.load((0..n).map(|i| (b"[deleted]", format!("{i:010}"))), 2)
         .expect("load");

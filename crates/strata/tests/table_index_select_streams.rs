@@ -4,12 +4,14 @@
 //! MiB (`STRATA_INDEX_HOT_ROWS` sets the row count). Table indexes store one entry per (index value, primary key), the multimap
 //! layout (`docs/design/multimap.md`), so a select is one scan of that key's range.
 
+mod streaming_harness;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use strata::table::schema::Schema;
 use strata::table::value::Value;
-use strata::{Db, Options};
+use streaming_harness::{env_count, small_buffers_db};
 
 struct Counting;
 
@@ -36,20 +38,11 @@ static A: Counting = Counting;
 
 #[test]
 fn select_through_a_hot_index_value_streams() {
-    let rows: u64 = std::env::var("STRATA_INDEX_HOT_ROWS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        // The 500,000 in release builds (a few seconds); a debug build loads
-        // ten times slower, so it streams 100,000.
-        .unwrap_or(if cfg!(debug_assertions) { 100_000 } else { 500_000 });
-    let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        // The block cache is bounded memory of its own; keep it out of the measurement.
-        block_cache_bytes: 1 << 20,
-        memtable_budget: 8 << 20,
-        ..Options::default()
-    };
-    let db = Db::open(dir.path(), opts).expect("open");
+    // The 500,000 in release builds (a few seconds); a debug build loads
+    // ten times slower, so it streams 100,000.
+    let default = if cfg!(debug_assertions) { 100_000 } else { 500_000 };
+    let rows = env_count("STRATA_INDEX_HOT_ROWS", default);
+    let (_dir, db) = small_buffers_db();
     let schema = Schema::parse(
         "table comments (id u64, author str, body str) primary key (id) index by_author (author) deferred",
     )
