@@ -240,16 +240,11 @@ impl DirIter {
     }
 
     fn next_entry(&mut self) -> Result<Option<Entry>> {
-        match self.dir {
-            Direction::Forward => self.next_forward(),
-            Direction::Reverse => self.next_reverse(),
-        }
-    }
-
-    fn next_forward(&mut self) -> Result<Option<Entry>> {
-        Ok(self
-            .step_forward(true)?
-            .map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
+        let step = match self.dir {
+            Direction::Forward => self.step_forward(true)?,
+            Direction::Reverse => self.step_reverse(true)?,
+        };
+        Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
     /// Moves to the next visible entry going forward, leaving its user key in
@@ -297,12 +292,6 @@ impl DirIter {
         }
         self.done = true;
         Ok(None)
-    }
-
-    fn next_reverse(&mut self) -> Result<Option<Entry>> {
-        Ok(self
-            .step_reverse(true)?
-            .map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
     /// Moves to the next visible entry going backward, leaving its user key in

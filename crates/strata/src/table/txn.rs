@@ -416,8 +416,12 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
     let seqs = batch.seq_count();
     out.seq = db.write(batch)?;
     add(&counters.statements, out.statements);
-    if !cx.purge_later.is_empty() {
-        super::layer::Tables::of(db)?.purge.submit(PurgeJob {
+    // The write is committed: the purge is best effort (deferred invariant 6), so nothing
+    // after this point may turn the commit into an error.
+    if !cx.purge_later.is_empty()
+        && let Ok(tables) = super::layer::Tables::of(db)
+    {
+        tables.purge.submit(PurgeJob {
             table: layout.name.clone(),
             primary: layout.primary,
             state: rt.state.clone(),
