@@ -5,7 +5,8 @@
 //! `kv` the database, keyspaces, batches, snapshots and scans (and the lifetime and
 //! locking rules every object follows); `table` tables, transactions and selects;
 //! `convert` Python values to engine values and back; `columns` Arrow column buffers;
-//! `options` the keyword options of `open`; `report` engine reports as dicts; `errors`
+//! `options` the keyword options of `open`; `pending` a batch's or
+//! transaction's work until commit; `report` engine reports as dicts; `errors`
 //! engine errors as Python exceptions.
 //!
 //! Multimaps (issue 22) will get their own module beside `table`, and `Database` a
@@ -18,6 +19,7 @@ mod convert;
 mod errors;
 mod kv;
 mod options;
+mod pending;
 mod report;
 mod table;
 
