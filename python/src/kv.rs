@@ -53,6 +53,17 @@ impl Shared {
         })
         .map_err(|e| errors::to_py(py, e))
     }
+
+    /// The engine keyspace `name`, created when missing and `create` is true.
+    pub fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<EngineKeyspace> {
+        self.with_db(py, |db| {
+            if create {
+                db.keyspace_or_create(name)
+            } else {
+                db.keyspace(name)
+            }
+        })
+    }
 }
 
 /// Runs `f` with the GIL released and maps its error.
@@ -228,17 +239,18 @@ methods!(
     /// The keyspace `name`, created when missing and `create` is true.
     #[pyo3(signature = (name, create=true))]
     fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<Keyspace> {
-        let ks = self.shared.with_db(py, |db| {
-            if create {
-                db.keyspace_or_create(name)
-            } else {
-                db.keyspace(name)
-            }
-        })?;
+        let ks = self.shared.keyspace(py, name, create)?;
         Ok(Keyspace {
             shared: self.shared.clone(),
             ks,
         })
+    }
+
+    /// The multimap stored in keyspace `name` (see docs/python.md), created when missing
+    /// and `create` is true.
+    #[pyo3(signature = (name, create=true))]
+    fn multimap(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<crate::multimap::MultiMap> {
+        crate::multimap::open(py, &self.shared, name, create)
     }
 
     /// Names of the keyspaces (tables' own keyspaces are left out).
@@ -528,6 +540,28 @@ impl<T> Prefetch<T> {
             },
         }
     }
+
+    /// [`next`](Self::next), refilling from `step` (an iterator's `next` or
+    /// `next_back`) until it ends or a run is read.
+    pub fn next_of(
+        &mut self,
+        py: Python<'_>,
+        shared: &Shared,
+        mut step: impl FnMut() -> Option<strata::Result<T>> + Send,
+    ) -> PyResult<Option<T>>
+    where
+        T: Send,
+    {
+        self.next(py, shared, |n, buf| {
+            for _ in 0..n {
+                match step() {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 #[pymethods]
@@ -540,16 +574,7 @@ impl Scan {
         let reverse = self.reverse;
         let mut guard = busy(self.it.try_lock())?;
         let (pf, it) = &mut *guard;
-        let item = pf.next(py, &self.shared, |n, buf| {
-            for _ in 0..n {
-                let next = if reverse { it.next_back() } else { it.next() };
-                match next {
-                    Some(r) => buf.push_back(r?),
-                    None => break,
-                }
-            }
-            Ok(())
-        })?;
+        let item = pf.next_of(py, &self.shared, || if reverse { it.next_back() } else { it.next() })?;
         Ok(match item {
             None => None,
             Some((k, v)) => {
@@ -577,6 +602,19 @@ pub struct WriteBatch {
 impl WriteBatch {
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
         target(py, &self.shared, &self.default, ks)
+    }
+
+    /// Runs `f` on the open batch, which must belong to the database of `shared`.
+    pub fn edit_of<R>(
+        &self,
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        f: impl FnOnce(&mut strata::WriteBatch) -> R,
+    ) -> PyResult<R> {
+        if !Arc::ptr_eq(shared, &self.shared) {
+            return Err(errors::invalid(py, "the batch belongs to another database"));
+        }
+        self.batch.edit(py, f)
     }
 }
 
@@ -664,6 +702,21 @@ impl Snapshot {
 
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
         target(py, &self.shared, &self.default, ks)
+    }
+
+    /// The engine snapshot of a `snapshot=` argument, which must belong to the
+    /// database of `shared`; `None` reads the latest state.
+    pub fn of(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Option<strata::Snapshot>> {
+        let Some(s) = snapshot else { return Ok(None) };
+        let s = s.get();
+        if !Arc::ptr_eq(&s.shared, shared) {
+            return Err(errors::invalid(py, "the snapshot belongs to another database"));
+        }
+        s.engine_snapshot(py).map(Some)
     }
 }
 

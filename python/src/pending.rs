@@ -28,12 +28,9 @@ impl<T> Pending<T> {
     }
 
     /// Runs `f` on the open work.
-    pub fn edit(&self, py: Python<'_>, f: impl FnOnce(&mut T)) -> PyResult<()> {
+    pub fn edit<R>(&self, py: Python<'_>, f: impl FnOnce(&mut T) -> R) -> PyResult<R> {
         match self.work.lock().as_mut() {
-            Some(w) => {
-                f(w);
-                Ok(())
-            }
+            Some(w) => Ok(f(w)),
             None => Err(self.gone(py)),
         }
     }

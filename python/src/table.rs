@@ -334,16 +334,7 @@ impl Table {
         if let Some(n) = limit {
             sel = sel.limit(n);
         }
-        let snap = match snapshot {
-            Some(s) => {
-                let s = s.get();
-                if !Arc::ptr_eq(&s.shared, &self.shared) {
-                    return Err(errors::invalid(py, "the snapshot belongs to another database"));
-                }
-                Some(s.engine_snapshot(py)?)
-            }
-            None => None,
-        };
+        let snap = Snapshot::of(py, &self.shared, snapshot)?;
         if let Some(s) = &snap {
             sel = sel.at(s);
         }
@@ -531,15 +522,7 @@ impl Rows {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
-        let row = pf.next(py, &self.shared, |n, buf| {
-            for _ in 0..n {
-                match it.next() {
-                    Some(r) => buf.push_back(r?),
-                    None => break,
-                }
-            }
-            Ok(())
-        })?;
+        let row = pf.next_of(py, &self.shared, || it.next())?;
         drop(guard);
         match row {
             Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),

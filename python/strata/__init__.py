@@ -21,11 +21,13 @@ from ._strata import (
     OPTIONS,
     Database,
     Keyspace,
+    MultiMap,
     Rows,
     Scan,
     Snapshot,
     Table,
     Transaction,
+    Values,
     WriteBatch,
 )
 
@@ -51,5 +53,7 @@ __all__ = [
     "Table",
     "Transaction",
     "Rows",
+    "MultiMap",
+    "Values",
 ]
 __all__ += _error_names
