@@ -15,6 +15,7 @@ mod multivalue;
 mod plot;
 mod report;
 mod tiering;
+mod workdir;
 
 use clap::{Parser, Subcommand};
 

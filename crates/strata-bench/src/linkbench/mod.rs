@@ -234,7 +234,7 @@ fn run_engine(kind: EngineKind, round: usize, spec: &RunSpec, a: &LinkbenchArgs,
         run.load = runner::load(&*driver, &shared, spec, kind.name())?;
         let t = Instant::now();
         if !(a.direct_reads && kind != EngineKind::Sqlite) {
-            run.load.warm_bytes = runner::warm(dir)?;
+            run.load.warm_bytes = crate::workdir::warm_page_cache(dir)?;
         }
         run.load.warm_secs = t.elapsed().as_secs_f64();
         let load_before = loadavg();

@@ -2,8 +2,6 @@
 //! `threads` clients issuing the request mix for `seconds`, each request timed into a
 //! per-kind latency histogram (nanoseconds).
 
-use std::io::Read;
-use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -204,35 +202,6 @@ pub fn load(
         settle_secs: t.elapsed().as_secs_f64(),
         ..LoadOutput::default()
     })
-}
-
-/// Reads every file under `dir` once so the run starts with a warm page cache (the VM
-/// evicts pages idle for ~30 s); returns the bytes read.
-pub fn warm(dir: &Path) -> BenchResult<u64> {
-    let mut total = 0;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            let ty = e.file_type()?;
-            if ty.is_dir() {
-                stack.push(e.path());
-            } else if ty.is_file() {
-                // Files may vanish under a background compaction: skip those.
-                let Ok(mut f) = std::fs::File::open(e.path()) else {
-                    continue;
-                };
-                while let Ok(n) = f.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                }
-            }
-        }
-    }
-    Ok(total)
 }
 
 /// Runs the request mix for `spec.seconds` with `spec.threads` clients.
