@@ -1,11 +1,45 @@
 //! Where a benchmark's databases live, and the page cache over them: the directory a
-//! run writes in (`--dir` when given, else a temporary one removed at the end), and
-//! reading a tree's files once so that a timed phase starts with them cached.
+//! run writes in (`--dir` when given, else a temporary one removed at the end), the
+//! storage arguments the table benchmarks share, and reading a tree's files once so
+//! that a timed phase starts with them cached.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::BenchResult;
+use crate::engines::strata::MicroSettings;
+
+/// The storage arguments of `micro`, `churn` and `linkbench`.
+#[derive(clap::Args)]
+pub struct StorageArgs {
+    /// Block cache bytes of each Strata database (SQLite: page cache per connection;
+    /// Tarantool: vinyl_cache).
+    #[arg(long, default_value_t = 64 << 20)]
+    pub cache_size: usize,
+    /// Strata reads SSTables with direct I/O, bypassing the page cache (which linkbench
+    /// then does not warm).
+    #[arg(long)]
+    pub direct_reads: bool,
+    /// Parent directory of the engines' data directories (default: a temporary one,
+    /// removed afterwards; with --dir they are kept).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+impl StorageArgs {
+    /// The Strata settings these arguments choose.
+    pub fn settings(&self) -> MicroSettings {
+        MicroSettings {
+            cache_bytes: self.cache_size,
+            direct_reads: self.direct_reads,
+        }
+    }
+
+    /// The run's directory ([`root`]).
+    pub fn root(&self, prefix: &str) -> BenchResult<(PathBuf, Option<tempfile::TempDir>)> {
+        root(self.dir.as_deref(), prefix)
+    }
+}
 
 /// The run's directory: `dir` (created if missing, kept), or a new temporary directory
 /// named `prefix...`, removed when the returned guard drops.
