@@ -4,7 +4,7 @@ state-machine runs (default 25)."""
 
 from __future__ import annotations
 
-
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -145,6 +145,23 @@ def test_reopen_and_close(path: str) -> None:
     with strata.open(path) as db:
         assert list(db.multimap("m", create=False).get(b"k")) == [b"a", b"b"]
         assert "m" in db.keyspaces()
+
+
+def test_threads_share_a_multimap(db: strata.Database) -> None:
+    m = db.multimap("m")
+
+    def add(w: int) -> int:
+        for i in range(200):
+            m.put(b"shared", b"%d:%03d" % (w, i))
+            if i % 50 == 0:
+                db.flush()
+        return sum(1 for _ in m.get(b"shared", start=b"%d:" % w))
+
+    with ThreadPoolExecutor(4) as pool:
+        seen = list(pool.map(add, range(4)))
+    assert all(n >= 200 for n in seen)
+    values = list(m.get(b"shared"))
+    assert len(values) == 800 and values == sorted(values)
 
 
 KEYS = st.sampled_from([b"a", b"b", b"cc"])
