@@ -222,14 +222,20 @@ fn run_engine(kind: EngineKind, round: usize, spec: &RunSpec, a: &LinkbenchArgs,
     let result = (|| -> BenchResult<()> {
         let (driver, notes) = open(kind, dir, a)?;
         run.notes = notes;
-        run.load = runner::load(&*driver, &shared, spec, kind.name())?;
+        let runner = runner::EngineRunner {
+            driver: &*driver,
+            shared: &shared,
+            spec,
+            label: kind.name(),
+        };
+        run.load = runner.load()?;
         let t = Instant::now();
         if !(a.store.direct_reads && kind != EngineKind::Sqlite) {
             run.load.warm_bytes = crate::workdir::warm_page_cache(dir)?;
         }
         run.load.warm_secs = t.elapsed().as_secs_f64();
         let load_before = loadavg();
-        run.mix = Some(runner::run_mix(&*driver, &shared, spec, kind.name())?);
+        run.mix = Some(runner.mix()?);
         run.counters = driver.stats()?;
         run.host_load = (load_before, loadavg());
         Ok(())
