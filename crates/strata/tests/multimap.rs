@@ -14,15 +14,21 @@ fn small() -> Options {
     }
 }
 
+/// A small-files database holding one multimap, "mm".
+fn open_mm() -> (tempfile::TempDir, Db, MultiMap) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small()).expect("open");
+    let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+    (dir, db, mm)
+}
+
 fn values(mm: &MultiMap, k: &[u8]) -> Vec<Vec<u8>> {
     mm.get(k).expect("get").map(|r| r.expect("value")).collect()
 }
 
 #[test]
 fn bad_input_is_refused_and_writes_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), small()).expect("open");
-    let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+    let (dir, db, mm) = open_mm();
     mm.put(b"k", b"v").expect("put");
     let seq = db.last_seq();
     let big = vec![7u8; MAX_ENTRY_SIZE];
@@ -133,9 +139,7 @@ fn delete_all_is_one_range_tombstone_and_spares_neighbours() {
 
 #[test]
 fn paging_walks_a_key_in_pages_both_ways() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), small()).expect("open");
-    let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+    let (_dir, db, mm) = open_mm();
     mm.load((0..1000u32).map(|i| (b"k", i.to_be_bytes())), 2).expect("load");
     db.flush().expect("flush");
     let mut seen = Vec::new();
@@ -212,9 +216,7 @@ fn partitioned_load_puts_each_key_in_one_partition_and_survives_reopen() {
 
 #[test]
 fn both_ends_of_a_stream_meet_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), small()).expect("open");
-    let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+    let (_dir, db, mm) = open_mm();
     mm.load((0..301u32).map(|i| (b"k", i.to_be_bytes())), 1).expect("load");
     db.flush().expect("flush");
     mm.put(b"k", &1000u32.to_be_bytes()).expect("put");

@@ -52,6 +52,14 @@ fn records(bytes: &[u8]) -> Vec<usize> {
     out
 }
 
+/// The name, bytes and record offsets of the newest WAL in `dir`.
+fn read_wal(dir: &Path) -> (String, Vec<u8>, Vec<usize>) {
+    let wal = wal_name(dir);
+    let bytes = std::fs::read(dir.join(&wal)).expect("read");
+    let recs = records(&bytes);
+    (wal, bytes, recs)
+}
+
 /// A closed database whose WAL holds keys 0..100, one record each.
 fn db_with_wal() -> tempfile::TempDir {
     let dir = tempdir();
@@ -83,9 +91,7 @@ fn open_mode(dir: &Path, mode: RecoveryMode) -> strata::Result<Db> {
 #[test]
 fn each_recovery_mode_treats_a_damaged_middle_record_as_documented() {
     let template = db_with_wal();
-    let wal = wal_name(template.path());
-    let bytes = std::fs::read(template.path().join(&wal)).expect("read");
-    let recs = records(&bytes);
+    let (wal, bytes, recs) = read_wal(template.path());
     assert_eq!(recs.len(), 100);
     let copy = |mode| {
         let d = tempdir();
@@ -126,9 +132,7 @@ fn each_recovery_mode_treats_a_damaged_middle_record_as_documented() {
 fn a_torn_tail_is_dropped_by_default_and_refused_under_absolute_consistency() {
     // A crash cut the last append short: the crash harness relies on this default.
     let template = db_with_wal();
-    let wal = wal_name(template.path());
-    let bytes = std::fs::read(template.path().join(&wal)).expect("read");
-    let recs = records(&bytes);
+    let (wal, bytes, recs) = read_wal(template.path());
     let cut = recs[99] + 5;
     let make = || {
         let d = tempdir();

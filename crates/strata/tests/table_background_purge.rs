@@ -184,8 +184,7 @@ fn nothing_is_purged_while_nobody_reads_the_indexes() {
 /// used to fail the compaction with "keys must be strictly increasing").
 #[test]
 fn purged_versions_compacted_again_keep_the_tree_consistent() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (_dir, db) = table_harness::open_small();
     let t = table(&db);
     let mut rng = StdRng::seed_from_u64(7);
     let rows = 5000;

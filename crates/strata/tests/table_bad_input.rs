@@ -15,8 +15,7 @@ use strata::{Db, Error};
 use table_harness::{all_rows, check_ok, collect, s, small_options, u};
 
 fn setup(mode: &str) -> (tempfile::TempDir, Db, Table) {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (dir, db) = table_harness::open_small();
     let t = db
         .create_table(
             Schema::parse(&format!(
@@ -37,29 +36,30 @@ fn good(id: u64) -> Row {
 
 /// Runs `f`, expects an error matched by `kind` whose message contains every word of
 /// `names`, and checks that nothing was written.
-fn refused(
-    db: &Db,
-    t: &Table,
-    what: &str,
-    kind: fn(&Error) -> bool,
-    names: &[&str],
-    f: impl FnOnce() -> strata::Result<()>,
-) {
+fn refused(db: &Db, t: &Table, what: &str, kind: ErrorKind, names: &[&str], f: impl FnOnce() -> strata::Result<()>) {
     let seq = db.last_seq();
     let rows = all_rows(t);
     match f() {
         Ok(()) => panic!("{what}: accepted"),
-        Err(e) => {
-            assert!(kind(&e), "{what}: wrong kind of error: {e:?}");
-            let msg = e.to_string();
-            for n in names {
-                assert!(msg.contains(n), "{what}: the message does not name {n:?}: {msg}");
-            }
-        }
+        Err(e) => assert_error(what, &e, kind, names),
     }
     assert_eq!(db.last_seq(), seq, "{what}: something was written");
     assert_eq!(all_rows(t), rows, "{what}: the rows changed");
 }
+
+/// Checks that `e` is of the `kind` expected and its message contains every word of `names`.
+fn assert_error(what: &str, e: &Error, kind: ErrorKind, names: &[&str]) {
+    assert!(kind(e), "{what}: wrong kind of error: {e:?}");
+    let msg = e.to_string();
+    for n in names {
+        assert!(msg.contains(n), "{what}: the message does not name {n:?}: {msg}");
+    }
+}
+
+/// `Table::insert` or `Table::replace`, for tables of cases.
+type Write = fn(&Table, Row) -> strata::Result<()>;
+/// Whether an error is of the kind a case expects.
+type ErrorKind = fn(&Error) -> bool;
 
 fn schema_mismatch(e: &Error) -> bool {
     matches!(e, Error::SchemaMismatch(_))
@@ -81,104 +81,99 @@ fn constraint(e: &Error) -> bool {
 fn bad_rows_are_refused() {
     for mode in ["deferred", "eager"] {
         let (_dir, db, t) = setup(mode);
-        let mut wrong_type = good(3);
-        wrong_type[1] = s("ten");
-        refused(
-            &db,
-            &t,
-            "insert: str in a u64 field",
-            schema_mismatch,
-            &["'a'", "u64", "str"],
-            || t.insert(wrong_type.clone()),
-        );
-        refused(
-            &db,
-            &t,
-            "replace: str in a u64 field",
-            schema_mismatch,
-            &["'a'"],
-            || t.replace(wrong_type.clone()),
-        );
-        let mut wrong_float = good(3);
-        wrong_float[4] = Value::I64(1);
-        refused(
-            &db,
-            &t,
-            "replace: i64 in an f64 field",
-            schema_mismatch,
-            &["'score'", "f64", "i64"],
-            || t.replace(wrong_float.clone()),
-        );
-        let mut wrong_pk = good(3);
-        wrong_pk[0] = Value::I64(3);
-        refused(&db, &t, "replace: i64 primary key", schema_mismatch, &["'id'"], || {
-            t.replace(wrong_pk.clone())
-        });
-        refused(
-            &db,
-            &t,
-            "insert: too few values",
-            schema_mismatch,
-            &["4 values", "5 fields"],
-            || t.insert(good(3)[..4].to_vec()),
-        );
+        let with = |pos: usize, v: Value| {
+            let mut r = good(3);
+            r[pos] = v;
+            r
+        };
+        let wrong_type = with(1, s("ten"));
+        let dup_name = with(2, s("n1"));
         let mut long = good(3);
         long.push(Value::Null);
-        refused(
-            &db,
-            &t,
-            "replace: too many values",
-            schema_mismatch,
-            &["6 values", "5 fields"],
-            || t.replace(long.clone()),
-        );
-        let mut null_name = good(3);
-        null_name[2] = Value::Null;
-        refused(
-            &db,
-            &t,
-            "insert: null in a non-nullable field",
-            schema_mismatch,
-            &["'name'", "null"],
-            || t.insert(null_name.clone()),
-        );
-        let mut null_pk = good(3);
-        null_pk[0] = Value::Null;
-        refused(
-            &db,
-            &t,
-            "replace: null primary key",
-            schema_mismatch,
-            &["'id'", "null"],
-            || t.replace(null_pk.clone()),
-        );
-        // Constraint errors also leave nothing.
-        refused(
-            &db,
-            &t,
-            "insert: duplicate primary key",
-            constraint,
-            &["(1)", "\"t\""],
-            || t.insert(good(1)),
-        );
-        let mut dup_name = good(3);
-        dup_name[2] = s("n1");
-        refused(
-            &db,
-            &t,
-            "insert: duplicate unique key",
-            constraint,
-            &["by_name"],
-            || t.insert(dup_name.clone()),
-        );
-        refused(
-            &db,
-            &t,
-            "replace: duplicate unique key",
-            constraint,
-            &["by_name"],
-            || t.replace(dup_name.clone()),
-        );
+        let (insert, replace): (Write, Write) = (Table::insert, Table::replace);
+        let cases: Vec<(&str, Write, Row, ErrorKind, &[&str])> = vec![
+            (
+                "insert: str in a u64 field",
+                insert,
+                wrong_type.clone(),
+                schema_mismatch,
+                &["'a'", "u64", "str"],
+            ),
+            (
+                "replace: str in a u64 field",
+                replace,
+                wrong_type.clone(),
+                schema_mismatch,
+                &["'a'"],
+            ),
+            (
+                "replace: i64 in an f64 field",
+                replace,
+                with(4, Value::I64(1)),
+                schema_mismatch,
+                &["'score'", "f64", "i64"],
+            ),
+            (
+                "replace: i64 primary key",
+                replace,
+                with(0, Value::I64(3)),
+                schema_mismatch,
+                &["'id'"],
+            ),
+            (
+                "insert: too few values",
+                insert,
+                good(3)[..4].to_vec(),
+                schema_mismatch,
+                &["4 values", "5 fields"],
+            ),
+            (
+                "replace: too many values",
+                replace,
+                long,
+                schema_mismatch,
+                &["6 values", "5 fields"],
+            ),
+            (
+                "insert: null in a non-nullable field",
+                insert,
+                with(2, Value::Null),
+                schema_mismatch,
+                &["'name'", "null"],
+            ),
+            (
+                "replace: null primary key",
+                replace,
+                with(0, Value::Null),
+                schema_mismatch,
+                &["'id'", "null"],
+            ),
+            // Constraint errors also leave nothing.
+            (
+                "insert: duplicate primary key",
+                insert,
+                good(1),
+                constraint,
+                &["(1)", "\"t\""],
+            ),
+            (
+                "insert: duplicate unique key",
+                insert,
+                dup_name.clone(),
+                constraint,
+                &["by_name"],
+            ),
+            (
+                "replace: duplicate unique key",
+                replace,
+                dup_name.clone(),
+                constraint,
+                &["by_name"],
+            ),
+        ];
+        for (what, write, row, kind, names) in cases {
+            refused(&db, &t, what, kind, names, || write(&t, row));
+        }
         // A transaction with one bad statement applies none of its statements.
         refused(
             &db,
@@ -272,59 +267,48 @@ fn rows_from_pairs_are_checked() {
 fn bad_updates_are_refused() {
     for mode in ["deferred", "eager"] {
         let (_dir, db, t) = setup(mode);
-        let upd = |pk: u64, set: Vec<(&'static str, Value)>| {
-            let t = t.clone();
-            move || t.update(&[u(pk)], &set).map(|_| ())
-        };
-        refused(
-            &db,
-            &t,
-            "update of an unknown field",
-            schema_mismatch,
-            &["\"zz\""],
-            upd(1, vec![("zz", u(1))]),
-        );
-        refused(
-            &db,
-            &t,
-            "update of the primary key",
-            invalid_argument,
-            &["\"id\""],
-            upd(1, vec![("id", u(7))]),
-        );
-        refused(
-            &db,
-            &t,
-            "update with a wrong type",
-            schema_mismatch,
-            &["'a'"],
-            upd(1, vec![("a", s("x"))]),
-        );
-        refused(
-            &db,
-            &t,
-            "update to null",
-            schema_mismatch,
-            &["'name'"],
-            upd(1, vec![("name", Value::Null)]),
-        );
-        refused(
-            &db,
-            &t,
-            "update onto a held unique key",
-            constraint,
-            &["by_name"],
-            upd(1, vec![("name", s("n2"))]),
-        );
-        // Several good sets and one bad: nothing.
-        refused(
-            &db,
-            &t,
-            "update with one bad set",
-            schema_mismatch,
-            &["'score'"],
-            upd(1, vec![("a", u(5)), ("score", u(1))]),
-        );
+        let cases: Vec<(&str, Vec<(&str, Value)>, ErrorKind, &[&str])> = vec![
+            (
+                "update of an unknown field",
+                vec![("zz", u(1))],
+                schema_mismatch,
+                &["\"zz\""],
+            ),
+            (
+                "update of the primary key",
+                vec![("id", u(7))],
+                invalid_argument,
+                &["\"id\""],
+            ),
+            (
+                "update with a wrong type",
+                vec![("a", s("x"))],
+                schema_mismatch,
+                &["'a'"],
+            ),
+            (
+                "update to null",
+                vec![("name", Value::Null)],
+                schema_mismatch,
+                &["'name'"],
+            ),
+            (
+                "update onto a held unique key",
+                vec![("name", s("n2"))],
+                constraint,
+                &["by_name"],
+            ),
+            // Several good sets and one bad: nothing.
+            (
+                "update with one bad set",
+                vec![("a", u(5)), ("score", u(1))],
+                schema_mismatch,
+                &["'score'"],
+            ),
+        ];
+        for (what, set, kind, names) in cases {
+            refused(&db, &t, what, kind, names, || t.update(&[u(1)], &set).map(|_| ()));
+        }
         refused(
             &db,
             &t,
@@ -369,15 +353,9 @@ fn bad_updates_of_missing_rows_are_refused() {
 fn bad_keys_and_selects_are_refused() {
     let (_dir, db, t) = setup("deferred");
     let seq = db.last_seq();
-    let check = |what: &str, r: strata::Result<Vec<Row>>, kind: fn(&Error) -> bool, names: &[&str]| match r {
+    let check = |what: &str, r: strata::Result<Vec<Row>>, kind: ErrorKind, names: &[&str]| match r {
         Ok(rows) => panic!("{what}: accepted, returned {} rows", rows.len()),
-        Err(e) => {
-            assert!(kind(&e), "{what}: wrong kind of error: {e:?}");
-            let msg = e.to_string();
-            for n in names {
-                assert!(msg.contains(n), "{what}: the message does not name {n:?}: {msg}");
-            }
-        }
+        Err(e) => assert_error(what, &e, kind, names),
     };
     check("unknown index", collect(t.select("by_zz")), not_found, &["by_zz"]);
     check(

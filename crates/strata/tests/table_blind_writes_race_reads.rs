@@ -17,7 +17,7 @@ use std::sync::Barrier;
 use strata::Db;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
-use table_harness::{s, small_options, u};
+use table_harness::{s, u};
 
 fn create(db: &Db, mode: &str) -> Table {
     table_harness::create_table(
@@ -38,8 +38,7 @@ const ROUNDS: u64 = 30;
 fn race(what: &str, round: impl Fn(&Table, u64) -> Vec<Row>) {
     let mut failures = Vec::new();
     for mode in ["eager", "deferred"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let mut anomalies = Vec::new();
         for r in 0..ROUNDS {

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Snapshot};
-use table_harness::{assert_rows_eq, check_ok, collect, deepest_level, rows_eq, small_options, sort_like_index, u};
+use table_harness::{assert_rows_eq, check_ok, collect, deepest_level, rows_eq, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 2] = [("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -77,8 +77,7 @@ fn rows_deleted_under_a_snapshot_leave_after_its_release() {
     for mode in ["deferred", "eager"] {
         for delete_in_memtable in [false, true] {
             let ctx = format!("{mode}, delete while the row is in the memtable: {delete_in_memtable}");
-            let dir = table_harness::tempdir();
-            let db = Db::open(dir.path(), small_options()).expect("open");
+            let (_dir, db) = table_harness::open_small();
             let t = create(&db, mode);
             let n = 500u64;
             let mut model = BTreeMap::new();
@@ -132,8 +131,7 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
     for mode in ["deferred", "eager"] {
         for seed in [1u64, 2, 3] {
             let ctx = format!("{mode}, seed {seed}");
-            let dir = table_harness::tempdir();
-            let db = Db::open(dir.path(), small_options()).expect("open");
+            let (_dir, db) = table_harness::open_small();
             let t = create(&db, mode);
             let mut g = StdRng::seed_from_u64(seed);
             let mut model: BTreeMap<u64, Row> = BTreeMap::new();

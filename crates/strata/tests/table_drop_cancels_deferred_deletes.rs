@@ -115,8 +115,7 @@ fn wait_for(ops: &AtomicU64, n: u64) {
 
 #[test]
 fn dropping_indexes_under_running_compactions() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (dir, db) = table_harness::open_small();
     let t = create(&db, "t");
     let other = create(&db, "other");
     let stop = AtomicBool::new(false);
@@ -182,8 +181,7 @@ fn dropping_indexes_under_running_compactions() {
 
 #[test]
 fn dropping_a_table_under_running_compactions() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (dir, db) = table_harness::open_small();
     let doomed = create(&db, "doomed");
     let kept = create(&db, "kept");
     let stop = AtomicBool::new(false);

@@ -111,8 +111,7 @@ fn verify_index(t: &Table, index: &str, positions: &[usize], ctx: &str) {
 }
 
 fn build_under_writers(mode: &str) {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (dir, db) = table_harness::open_small();
     let t = create(&db, mode);
     let mut g = StdRng::seed_from_u64(11);
     let mut tx = t.transaction();
@@ -182,8 +181,7 @@ fn index_built_under_concurrent_writers_eager() {
 #[test]
 fn new_index_is_maintained_after_the_build() {
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let mut g = StdRng::seed_from_u64(5);
         for id in 0..500 {
@@ -216,8 +214,7 @@ fn new_index_is_maintained_after_the_build() {
 
 #[test]
 fn bad_index_definitions_are_refused_and_leave_nothing() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (_dir, db) = table_harness::open_small();
     let t = create(&db, "deferred");
     t.replace(vec![u(1), u(1), Value::I64(1), u(1), Value::Bytes(vec![])])
         .expect("replace");
@@ -249,8 +246,7 @@ fn bad_index_definitions_are_refused_and_leave_nothing() {
 #[test]
 fn unique_index_build_checks_existing_rows() {
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         for id in 0..100 {
             // a = id for all rows but two, which share a = 5.
@@ -283,8 +279,7 @@ fn unique_index_build_checks_existing_rows() {
 #[test]
 fn unique_index_build_races_a_duplicate_insert() {
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let n = 20_000u64;
         let mut tx = t.transaction();
@@ -354,8 +349,7 @@ fn unique_index_build_races_a_duplicate_insert() {
 #[test]
 fn dropping_the_table_during_an_index_build_leaves_no_files() {
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let keep = db
             .create_table(Schema::parse("table keep (id u64, a u64) primary key (id) index by_a (a)").expect("schema"))

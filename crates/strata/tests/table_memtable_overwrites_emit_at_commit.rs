@@ -63,8 +63,7 @@ fn overwrites_of_memtable_rows_leave_no_dirty_entries() {
 
 #[test]
 fn a_table_nobody_reads_through_its_indexes_stays_blind() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (_dir, db) = table_harness::open_small();
     let t = db
         .create_table(
             Schema::parse("table t (id u64, a u64) primary key (id) index by_a (a) deferred").expect("schema"),

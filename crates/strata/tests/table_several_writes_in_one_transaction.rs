@@ -81,8 +81,7 @@ fn verify(t: &Table, model: &BTreeMap<u64, Row>, ctx: &str) {
 
 fn run(mode: &str, unique: bool) {
     let ctx = format!("{mode}{}", if unique { " with a unique index" } else { "" });
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
+    let (dir, db) = table_harness::open_small();
     let t = create(&db, mode, unique);
     let mut model = BTreeMap::new();
     let mut g = StdRng::seed_from_u64(0x4248 + u64::from(unique));

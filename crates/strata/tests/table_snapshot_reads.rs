@@ -15,7 +15,7 @@ use strata::table::select::PRIMARY;
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Snapshot};
-use table_harness::{check_ok, collect, deepest_level, rows_eq, s, small_options, sort_like_index, u};
+use table_harness::{check_ok, collect, deepest_level, rows_eq, s, sort_like_index, u};
 
 const INDEXES: [(&str, &[usize]); 3] = [(PRIMARY, &[0]), ("by_a", &[1]), ("by_ba", &[2, 1])];
 
@@ -121,8 +121,7 @@ fn churn(t: &Table, g: &mut StdRng, m: &mut Model, n: usize, v: &mut u64) {
 #[test]
 fn selects_at_snapshots_survive_later_writes_and_compactions() {
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let mut g = StdRng::seed_from_u64(99);
         let mut m = Model::new();
@@ -177,8 +176,7 @@ fn validation_reads_the_row_as_of_the_snapshot() {
     for mode in ["deferred", "eager"] {
         for compact in [false, true] {
             let ctx = format!("{mode}, compacted: {compact}");
-            let dir = table_harness::tempdir();
-            let db = Db::open(dir.path(), small_options()).expect("open");
+            let (_dir, db) = table_harness::open_small();
             let t = create(&db, mode);
             for id in 0..4 {
                 t.replace(row(id, 1, 0, 1)).expect("replace");
@@ -222,8 +220,7 @@ fn concurrent_readers_always_see_whole_transactions() {
     const ROWS: u64 = 150; // per writer
     const TOKENS: u64 = 5; // per writer
     for mode in ["deferred", "eager"] {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, mode);
         let mut tx = t.transaction();
         for w in 0..WRITERS {

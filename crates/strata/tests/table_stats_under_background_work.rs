@@ -10,17 +10,15 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata::Db;
 use strata::table::schema::Schema;
 use strata::table::value::Value;
-use table_harness::{small_options, u};
+use table_harness::u;
 
 #[test]
 fn stats_and_snapshots_never_deadlock_with_background_work() {
     let (tx, rx) = mpsc::channel();
     let worker = std::thread::spawn(move || {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = db
             .create_table(
                 Schema::parse("table t (id u64, a u64, pad bytes) primary key (id) index by_a (a) deferred")

@@ -10,7 +10,7 @@ use std::sync::Barrier;
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error};
-use table_harness::{check_ok, collect, s, small_options, u};
+use table_harness::{check_ok, collect, s, u};
 
 const MODES: [&str; 2] = ["deferred", "eager"];
 
@@ -63,8 +63,7 @@ fn between(db: &Db, b: Between) {
 fn blind_overwrite_frees_the_old_unique_key() {
     for mode in MODES {
         for b in [Between::Nothing, Between::Flush, Between::Compact] {
-            let dir = table_harness::tempdir();
-            let db = Db::open(dir.path(), small_options()).expect("open");
+            let (_dir, db) = table_harness::open_small();
             let t = create(&db, "t", mode);
             let ctx = format!("{mode}, {b:?} between steps");
             t.replace(row(1, "x")).expect("replace 1 -> x");
@@ -128,8 +127,7 @@ fn blind_overwrite_frees_the_old_unique_key() {
 #[test]
 fn transactions_see_their_own_unique_keys() {
     for mode in MODES {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, "t", mode);
         let mut tx = t.transaction();
         tx.replace(row(1, "x")).replace(row(1, "y")).insert(row(2, "x"));
@@ -173,8 +171,7 @@ fn transactions_see_their_own_unique_keys() {
 #[test]
 fn null_unique_keys_never_conflict() {
     for mode in MODES {
-        let dir = table_harness::tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
+        let (_dir, db) = table_harness::open_small();
         let t = create(&db, "t", mode);
         for id in 0..20 {
             t.insert(vec![u(id), Value::Null, u(id)])
@@ -200,8 +197,7 @@ fn concurrent_writers_of_one_unique_key_exactly_one_wins() {
     const ROUNDS: u64 = 40;
     for mode in MODES {
         for use_insert in [true, false] {
-            let dir = table_harness::tempdir();
-            let db = Db::open(dir.path(), small_options()).expect("open");
+            let (_dir, db) = table_harness::open_small();
             let t = create(&db, "t", mode);
             let barrier = Barrier::new(THREADS as usize);
             let ctx = format!("{mode}, {}", if use_insert { "insert" } else { "replace" });

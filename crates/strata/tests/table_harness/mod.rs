@@ -46,6 +46,14 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
+/// A database with `small_options` in a fresh `tempdir`; keep the directory alive as
+/// long as the database.
+pub fn open_small() -> (tempfile::TempDir, Db) {
+    let dir = tempdir();
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    (dir, db)
+}
+
 /// Creates the table that `schema` describes.
 pub fn create_table(db: &Db, schema: &str) -> Table {
     db.create_table(Schema::parse(schema).expect("schema"))
