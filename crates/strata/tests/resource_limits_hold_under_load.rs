@@ -6,11 +6,46 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rand::Rng;
-use strata::{Db, Options, SyncPolicy, WriteBatch};
+use strata::{Db, Options, Stats, SyncPolicy, WriteBatch};
 
 const WRITERS: usize = 4;
 const BATCH: usize = 10;
 const VALUE: usize = 100;
+
+/// Runs `work(i)` on `workers` threads while a sampler folds `fold` over the
+/// database's stats every 200 µs; returns the fold once the workers are done.
+fn peak_while<T: Send>(
+    db: &Db,
+    workers: usize,
+    work: impl Fn(usize) + Sync,
+    init: T,
+    fold: impl Fn(T, &Stats) -> T + Sync,
+) -> T {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut acc = init;
+            while !stop.load(Ordering::Relaxed) {
+                acc = fold(acc, &db.stats());
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            acc
+        });
+        let threads: Vec<_> = (0..workers)
+            .map(|i| {
+                s.spawn({
+                    let work = &work;
+                    move || work(i)
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("worker");
+        }
+        stop.store(true, Ordering::Relaxed);
+        sampler.join().expect("sampler")
+    })
+}
 
 #[test]
 fn memtable_budget_and_frozen_memtables_hold_while_writers_outpace_the_flush() {
@@ -25,39 +60,22 @@ fn memtable_budget_and_frozen_memtables_hold_while_writers_outpace_the_flush() {
         ..Options::default()
     };
     let db = Db::open(dir.path(), opts).expect("open");
-    let stop = AtomicBool::new(false);
-    let (max_mem, max_frozen) = std::thread::scope(|s| {
-        let sampler = s.spawn(|| {
-            let (mut mem, mut frozen) = (0, 0);
-            while !stop.load(Ordering::Relaxed) {
-                let st = db.stats();
-                mem = mem.max(st.memtable_bytes);
-                frozen = frozen.max(st.immutable_memtables);
-                std::thread::sleep(Duration::from_micros(200));
+    let (max_mem, max_frozen) = peak_while(
+        &db,
+        WRITERS,
+        |t| {
+            for n in 0..4_000u64 {
+                let mut b = WriteBatch::new();
+                for j in 0..BATCH {
+                    let k = format!("{t}/{:08}/{j}", n.wrapping_mul(7919) % 100_000);
+                    b.put(&db.default_keyspace(), k.as_bytes(), &[b'x'; VALUE]);
+                }
+                db.write(b).expect("write");
             }
-            (mem, frozen)
-        });
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|t| {
-                let db = &db;
-                s.spawn(move || {
-                    for n in 0..4_000u64 {
-                        let mut b = WriteBatch::new();
-                        for j in 0..BATCH {
-                            let k = format!("{t}/{:08}/{j}", n.wrapping_mul(7919) % 100_000);
-                            b.put(&db.default_keyspace(), k.as_bytes(), &[b'x'; VALUE]);
-                        }
-                        db.write(b).expect("write");
-                    }
-                })
-            })
-            .collect();
-        for w in writers {
-            w.join().expect("writer");
-        }
-        stop.store(true, Ordering::Relaxed);
-        sampler.join().expect("sampler")
-    });
+        },
+        (0, 0),
+        |(mem, frozen), st| (st.memtable_bytes.max(mem), st.immutable_memtables.max(frozen)),
+    );
     let st = db.stats();
     // The budget is checked before each group of batches goes in: a memtable may
     // overshoot by one group (at most one batch per writer), with its index overhead.
@@ -100,34 +118,20 @@ fn block_cache_stays_within_capacity_while_readers_sweep_larger_data() {
         data >= 20 * capacity as u64,
         "{data} bytes of data: the test needs far more than the cache"
     );
-    let stop = AtomicBool::new(false);
-    let max_usage = std::thread::scope(|s| {
-        let sampler = s.spawn(|| {
-            let mut max = 0;
-            while !stop.load(Ordering::Relaxed) {
-                max = db.stats().block_cache_usage.max(max);
-                std::thread::sleep(Duration::from_micros(200));
+    let max_usage = peak_while(
+        &db,
+        3,
+        |_| {
+            let mut rng = rand::thread_rng();
+            for _ in 0..30_000 {
+                let i: u64 = rng.gen_range(0..keys);
+                let v = db.get(format!("{i:08}").as_bytes()).expect("get");
+                assert_eq!(v.map(|v| v.len()), Some(VALUE));
             }
-            max
-        });
-        let readers: Vec<_> = (0..3)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut rng = rand::thread_rng();
-                    for _ in 0..30_000 {
-                        let i: u64 = rng.gen_range(0..keys);
-                        let v = db.get(format!("{i:08}").as_bytes()).expect("get");
-                        assert_eq!(v.map(|v| v.len()), Some(VALUE));
-                    }
-                })
-            })
-            .collect();
-        for r in readers {
-            r.join().expect("reader");
-        }
-        stop.store(true, Ordering::Relaxed);
-        sampler.join().expect("sampler")
-    });
+        },
+        0,
+        |max, st| st.block_cache_usage.max(max),
+    );
     let st = db.stats();
     assert!(
         max_usage <= capacity as u64,
