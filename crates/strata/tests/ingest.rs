@@ -10,6 +10,7 @@ mod fault_harness;
 use std::path::{Path, PathBuf};
 
 use fault_harness::{CrashMode, Fault, FaultSpec, FaultyFs, Op, Target};
+use strata::key::{ValueKind, internal_key};
 use strata::sstable::{ExternalSstWriter, SstOptions, SstWriter};
 use strata::{Db, Error, IngestOptions, Options, SyncPolicy};
 
@@ -36,6 +37,22 @@ fn external(dir: &Path, name: &str, keys: impl IntoIterator<Item = u32>, tag: &s
     }
     w.finish().unwrap();
     path
+}
+
+/// A file written with the engine's own writer: key `k` at each (seqno, kind, value)
+/// of `entries`, which may break the rules an external file keeps.
+fn engine_file(path: &Path, entries: &[(u64, ValueKind, &[u8])]) -> PathBuf {
+    let fs = strata::fs::RealFs;
+    let mut w = SstWriter::new(
+        strata::fs::FileSystem::create(&fs, path).unwrap(),
+        path.to_path_buf(),
+        SstOptions::default(),
+    );
+    for &(seq, kind, value) in entries {
+        w.add(&internal_key(b"k", seq, kind), value).unwrap();
+    }
+    w.finish().unwrap();
+    path.to_path_buf()
 }
 
 fn get(db: &Db, i: u32) -> Option<String> {
@@ -310,30 +327,14 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
 
     // A user key twice (written with the engine's own writer, which allows it at two
     // kinds) and an engine file carrying seqnos.
-    let dup = tmp.path().join("dup.sst");
-    let fs = strata::fs::RealFs;
-    let mut w = SstWriter::new(
-        strata::fs::FileSystem::create(&fs, &dup).unwrap(),
-        dup.clone(),
-        SstOptions::default(),
+    let dup = engine_file(
+        &tmp.path().join("dup.sst"),
+        &[(0, ValueKind::Put, b"1"), (0, ValueKind::Delete, b"")],
     );
-    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Put), b"1")
-        .unwrap();
-    w.add(&strata::key::internal_key(b"k", 0, strata::key::ValueKind::Delete), b"")
-        .unwrap();
-    w.finish().unwrap();
     let e = db.ingest(&ks, &[&dup], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("unique and sorted"), "{e}");
     unchanged("duplicate key");
-    let seqs = tmp.path().join("seqs.sst");
-    let mut w = SstWriter::new(
-        strata::fs::FileSystem::create(&fs, &seqs).unwrap(),
-        seqs.clone(),
-        SstOptions::default(),
-    );
-    w.add(&strata::key::internal_key(b"k", 9, strata::key::ValueKind::Put), b"1")
-        .unwrap();
-    w.finish().unwrap();
+    let seqs = engine_file(&tmp.path().join("seqs.sst"), &[(9, ValueKind::Put, b"1")]);
     let e = db.ingest(&ks, &[&seqs], IngestOptions::default()).unwrap_err();
     assert!(e.to_string().contains("seqno"), "{e}");
     unchanged("engine file");
