@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{assert_fails, new_db, ok, path_str, run};
+use common::{assert_all_fail, assert_fails, new_db, ok, path_str, run};
 
 use serde_json::{Value as J, json};
 
@@ -377,20 +377,21 @@ fn composite_keys_and_eager_tables() {
         format!("{n_buy}\n")
     );
     // Both pk values are needed, by type.
-    assert_fails(
-        &run(&db, &["row-get", "events", "2"]),
-        2,
-        &["primary key of 2 fields (user, ts), 1 value given"],
-    );
-    assert_fails(
-        &run(&db, &["row-get", "events", "2", "x"]),
-        2,
-        &["field 'ts' expects i64, got \"x\""],
-    );
-    assert_fails(
-        &run(&db, &["row-get", "events", "-2", "1"]),
-        2,
-        &["field 'user' expects u64"],
+    assert_all_fail(
+        &db,
+        &[
+            (
+                &["row-get", "events", "2"],
+                2,
+                &["primary key of 2 fields (user, ts), 1 value given"],
+            ),
+            (
+                &["row-get", "events", "2", "x"],
+                2,
+                &["field 'ts' expects i64, got \"x\""],
+            ),
+            (&["row-get", "events", "-2", "1"], 2, &["field 'user' expects u64"]),
+        ],
     );
     let out = ok(&db, &["check"]);
     assert!(out.starts_with("table events: 39 rows\n"), "{out}");
@@ -569,15 +570,12 @@ fn create_index_on_a_loaded_table_then_select_through_it() {
     assert!(out.ends_with("ok\n"), "{out}");
 
     // A duplicate index name, an unknown field, and a dropped index.
-    assert_fails(
-        &run(&db, &["create-index", "people", "by_name", "age"]),
-        1,
-        &["already exists"],
-    );
-    assert_fails(
-        &run(&db, &["create-index", "people", "by_zz", "age,zz"]),
-        1,
-        &["no field \"zz\""],
+    assert_all_fail(
+        &db,
+        &[
+            (&["create-index", "people", "by_name", "age"], 1, &["already exists"]),
+            (&["create-index", "people", "by_zz", "age,zz"], 1, &["no field \"zz\""]),
+        ],
     );
     ok(&db, &["drop-index", "people", "by_score"]);
     assert_fails(
@@ -789,109 +787,81 @@ fn unknown_tables_indexes_and_bad_arguments_fail_cleanly() {
             &["table \"nope\" not found", "existing tables: people"],
         );
     }
-    assert_fails(
-        &run(&db, &["select", "people", "--index", "nope"]),
-        1,
-        &["index \"nope\" not found in table \"people\" (indexes: primary, by_city)"],
-    );
-    assert_fails(
-        &run(&db, &["drop-index", "people", "nope"]),
-        1,
-        &["index \"nope\" not found"],
-    );
-
-    // Wrong number or type of primary key values.
-    assert_fails(
-        &run(&db, &["row-get", "people", "1", "2"]),
-        2,
-        &["primary key of 1 field (id), 2 values given"],
-    );
-    assert_fails(
-        &run(&db, &["update", "people", "1", "2", "--set", "age=1"]),
-        2,
-        &["2 values given"],
-    );
-    assert_fails(
-        &run(&db, &["row-get", "people", "x"]),
-        2,
-        &["field 'id' expects u64, got \"x\""],
+    assert_all_fail(
+        &db,
+        &[
+            (
+                &["select", "people", "--index", "nope"],
+                1,
+                &["index \"nope\" not found in table \"people\" (indexes: primary, by_city)"],
+            ),
+            (&["drop-index", "people", "nope"], 1, &["index \"nope\" not found"]),
+            // Wrong number or type of primary key values.
+            (
+                &["row-get", "people", "1", "2"],
+                2,
+                &["primary key of 1 field (id), 2 values given"],
+            ),
+            (
+                &["update", "people", "1", "2", "--set", "age=1"],
+                2,
+                &["2 values given"],
+            ),
+            (&["row-get", "people", "x"], 2, &["field 'id' expects u64, got \"x\""]),
+        ],
     );
     let r = run(&db, &["row-delete", "people"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
 
     // Bad --eq / range / --set / JSON values.
-    assert_fails(
-        &run(
-            &db,
-            &[
-                "select", "people", "--index", "by_city", "--eq", "a", "--eq", "1", "--eq", "2",
-            ],
-        ),
-        2,
-        &["index \"by_city\" has 2 fields (city, age): 3 --eq values given"],
-    );
-    assert_fails(
-        &run(&db, &["select", "people", "--eq", "1", "--from", "2"]),
-        2,
-        &["1 --eq value and a range given"],
-    );
-    assert_fails(
-        &run(
-            &db,
-            &["select", "people", "--index", "by_city", "--eq", "a", "--from", "x"],
-        ),
-        2,
-        &["--from: field 'age' expects i64"],
-    );
-    assert_fails(
-        &run(&db, &["select", "people", "--from", "9", "--to", "3"]),
-        2,
-        &["sorts after"],
-    );
-    assert_fails(
-        &run(&db, &["update", "people", "1", "--set", "age"]),
-        2,
-        &["not FIELD=VALUE"],
-    );
-    assert_fails(
-        &run(&db, &["update", "people", "1", "--set", "zz=1"]),
-        2,
-        &["no field \"zz\""],
-    );
-    assert_fails(
-        &run(&db, &["update", "people", "1", "--set", "id=5"]),
-        2,
-        &["primary key field"],
-    );
-    assert_fails(
-        &run(&db, &["update", "people", "1", "--set", "age=null"]),
-        2,
-        &["field 'age' (i64) is not nullable"],
-    );
-    assert_fails(&run(&db, &["insert", "people", "{\"id\":9"]), 2, &["invalid JSON"]);
-    assert_fails(&run(&db, &["insert", "people", "[]"]), 2, &["expected a JSON object"]);
-    assert_fails(
-        &run(
-            &db,
-            &["insert", "people", "{\"id\":9,\"name\":\"x\",\"age\":1,\"score\":1}"],
-        ),
-        2,
-        &["field 'active' (bool) is missing"],
-    );
-    assert_fails(
-        &run(&db, &["load", "people", path_str(&dir.path().join("x.txt"))]),
-        2,
-        &["--format"],
-    );
-    assert_fails(
-        &run(&db, &["load", "people", path_str(&csv), "--batch", "0"]),
-        2,
-        &["--batch"],
-    );
-    assert_fails(
-        &run(&db, &["load", "people", path_str(&dir.path().join("no.csv"))]),
-        1,
-        &["cannot open"],
+    assert_all_fail(
+        &db,
+        &[
+            (
+                &[
+                    "select", "people", "--index", "by_city", "--eq", "a", "--eq", "1", "--eq", "2",
+                ],
+                2,
+                &["index \"by_city\" has 2 fields (city, age): 3 --eq values given"],
+            ),
+            (
+                &["select", "people", "--eq", "1", "--from", "2"],
+                2,
+                &["1 --eq value and a range given"],
+            ),
+            (
+                &["select", "people", "--index", "by_city", "--eq", "a", "--from", "x"],
+                2,
+                &["--from: field 'age' expects i64"],
+            ),
+            (&["select", "people", "--from", "9", "--to", "3"], 2, &["sorts after"]),
+            (&["update", "people", "1", "--set", "age"], 2, &["not FIELD=VALUE"]),
+            (&["update", "people", "1", "--set", "zz=1"], 2, &["no field \"zz\""]),
+            (&["update", "people", "1", "--set", "id=5"], 2, &["primary key field"]),
+            (
+                &["update", "people", "1", "--set", "age=null"],
+                2,
+                &["field 'age' (i64) is not nullable"],
+            ),
+            (&["insert", "people", "{\"id\":9"], 2, &["invalid JSON"]),
+            (&["insert", "people", "[]"], 2, &["expected a JSON object"]),
+            (
+                &["insert", "people", "{\"id\":9,\"name\":\"x\",\"age\":1,\"score\":1}"],
+                2,
+                &["field 'active' (bool) is missing"],
+            ),
+            (
+                &["load", "people", path_str(&dir.path().join("x.txt"))],
+                2,
+                &["--format"],
+            ),
+            (&["load", "people", path_str(&csv), "--batch", "0"], 2, &["--batch"]),
+            (
+                &["load", "people", path_str(&dir.path().join("no.csv"))],
+                1,
+                &["cannot open"],
+            ),
+        ],
     );
     // Nothing changed.
     assert_eq!(jsonl(&ok(&db, &["select", "people"])), vec![person(1).json()]);

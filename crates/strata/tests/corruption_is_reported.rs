@@ -232,20 +232,27 @@ fn record_offsets(path: &Path) -> Vec<(u64, u64)> {
     out
 }
 
-#[test]
-fn flipped_byte_in_middle_wal_record_is_reported() {
+/// A closed database holding keys `0..n`, one put (one WAL record) each, and its one
+/// non-empty WAL.
+fn closed_db_with_wal(n: usize) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    for i in 0..200 {
+    for i in 0..n {
         db.put(&key(i), &value(i)).expect("put");
     }
     db.close().expect("close");
-    let wals: Vec<PathBuf> = files_with(dir.path(), |n| n.ends_with(".wal"))
+    let mut wals: Vec<PathBuf> = files_with(dir.path(), |n| n.ends_with(".wal"))
         .into_iter()
         .filter(|p| std::fs::metadata(p).expect("stat").len() > 0)
         .collect();
     assert_eq!(wals.len(), 1, "expected one non-empty WAL: {wals:?}");
-    let wal = &wals[0];
+    (dir, wals.remove(0))
+}
+
+#[test]
+fn flipped_byte_in_middle_wal_record_is_reported() {
+    let (dir, wal) = closed_db_with_wal(200);
+    let wal = &wal;
     let recs = record_offsets(wal);
     assert_eq!(recs.len(), 200, "one record per batch");
     let (off, len) = recs[100];
@@ -268,16 +275,7 @@ fn flipped_byte_in_middle_wal_record_is_reported() {
 
 #[test]
 fn flipped_byte_in_wal_record_header_is_reported() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options()).expect("open");
-    for i in 0..50 {
-        db.put(&key(i), &value(i)).expect("put");
-    }
-    db.close().expect("close");
-    let wal = files_with(dir.path(), |n| n.ends_with(".wal"))
-        .into_iter()
-        .find(|p| std::fs::metadata(p).expect("stat").len() > 0)
-        .expect("a WAL");
+    let (dir, wal) = closed_db_with_wal(50);
     let recs = record_offsets(&wal);
     flip(&wal, recs[20].0 + 5); // in the checksum field
     let e = Db::open(dir.path(), options()).expect_err("a damaged WAL header is corruption");

@@ -67,6 +67,13 @@ pub fn assert_fails(r: &Run, code: i32, needles: &[&str]) {
     }
 }
 
+/// Runs each `(args, code, needles)` against `db`; each must fail as `assert_fails` checks.
+pub fn assert_all_fail(db: &Path, cases: &[(&[&str], i32, &[&str])]) {
+    for (args, code, needles) in cases {
+        assert_fails(&run(db, args), *code, needles);
+    }
+}
+
 /// A temporary directory and a database path inside it that does not exist yet.
 pub fn new_db() -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
