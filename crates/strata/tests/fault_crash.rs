@@ -65,30 +65,49 @@ fn power_loss(seed: u64, sync: SyncPolicy, mode: CrashMode, durable: bool) -> (u
     })
 }
 
+/// `power_loss` for each seed, each run reported; returns how many acknowledged
+/// writes were lost in all (only `durable: false` allows any).
+fn power_loss_seeds(
+    seeds: std::ops::Range<u64>,
+    label: &str,
+    sync: SyncPolicy,
+    mode: CrashMode,
+    durable: bool,
+) -> usize {
+    let mut lost = 0;
+    for seed in seeds {
+        let (acked, cut) = power_loss(seed, sync, mode, durable);
+        eprintln!("{label} seed {seed}: {acked} acknowledged, prefix {cut} recovered");
+        lost += acked.saturating_sub(cut);
+    }
+    lost
+}
+
 #[test]
 fn power_loss_every_batch_keeps_acknowledged_writes() {
-    for seed in 0..8 {
-        let (acked, cut) = power_loss(seed, SyncPolicy::EveryBatch, CrashMode::LoseUnsyncedData, true);
-        eprintln!("EveryBatch seed {seed}: {acked} acknowledged, prefix {cut} recovered");
-    }
+    power_loss_seeds(
+        0..8,
+        "EveryBatch",
+        SyncPolicy::EveryBatch,
+        CrashMode::LoseUnsyncedData,
+        true,
+    );
 }
 
 #[test]
 fn power_loss_group_commit_keeps_acknowledged_writes() {
-    for seed in 100..104 {
-        let (acked, cut) = power_loss(seed, SyncPolicy::GroupCommit, CrashMode::LoseUnsyncedData, true);
-        eprintln!("GroupCommit seed {seed}: {acked} acknowledged, prefix {cut} recovered");
-    }
+    power_loss_seeds(
+        100..104,
+        "GroupCommit",
+        SyncPolicy::GroupCommit,
+        CrashMode::LoseUnsyncedData,
+        true,
+    );
 }
 
 #[test]
 fn power_loss_without_sync_recovers_a_prefix() {
-    let mut lost = 0;
-    for seed in 200..208 {
-        let (acked, cut) = power_loss(seed, SyncPolicy::None, CrashMode::LoseUnsyncedData, false);
-        eprintln!("None seed {seed}: {acked} acknowledged, prefix {cut} recovered");
-        lost += acked.saturating_sub(cut);
-    }
+    let lost = power_loss_seeds(200..208, "None", SyncPolicy::None, CrashMode::LoseUnsyncedData, false);
     eprintln!("{lost} unsynced writes lost in total (allowed under SyncPolicy::None)");
 }
 
@@ -96,10 +115,13 @@ fn power_loss_without_sync_recovers_a_prefix() {
 /// promises a new file's name survives after an fsync of its directory).
 #[test]
 fn power_loss_losing_unsynced_directory_entries() {
-    for seed in 300..306 {
-        let (acked, cut) = power_loss(seed, SyncPolicy::EveryBatch, CrashMode::LoseUnsyncedDirEntries, true);
-        eprintln!("EveryBatch, directory entries lost, seed {seed}: {acked} acknowledged, prefix {cut}");
-    }
+    power_loss_seeds(
+        300..306,
+        "EveryBatch, directory entries lost,",
+        SyncPolicy::EveryBatch,
+        CrashMode::LoseUnsyncedDirEntries,
+        true,
+    );
 }
 
 /// The power goes in the middle of an open (WAL replay, manifest roll, sweeping old

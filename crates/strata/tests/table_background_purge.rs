@@ -45,6 +45,15 @@ fn load(db: &Db, t: &Table, n: u64) {
 }
 
 /// Replaces rows `ids` with `(id, a(id), b)` in one transaction.
+/// A database with `options()` in a fresh directory, its table holding `load`'s `n` rows.
+fn loaded(n: u64) -> (tempfile::TempDir, Db, Table) {
+    let dir = table_harness::tempdir();
+    let db = Db::open(dir.path(), options()).expect("open");
+    let t = table(&db);
+    load(&db, &t, n);
+    (dir, db, t)
+}
+
 fn replace_rows(t: &Table, ids: std::ops::Range<u64>, a: impl Fn(u64) -> u64, b: u64) {
     let mut tx = t.transaction();
     for id in ids {
@@ -73,10 +82,7 @@ fn dirty(t: &Table) -> u64 {
 
 #[test]
 fn blind_writes_of_rows_on_disk_leave_no_dirty_entries_once_purged() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), options()).expect("open");
-    let t = table(&db);
-    load(&db, &t, 200);
+    let (dir, db, t) = loaded(200);
     // The indexes are read: purging pays from now on.
     assert_eq!(collect(t.select("by_a").eq(vec![u(7)])).expect("select").len(), 1);
     let mut tx = t.transaction();
@@ -124,10 +130,7 @@ fn blind_writes_of_rows_on_disk_leave_no_dirty_entries_once_purged() {
 
 #[test]
 fn a_snapshot_older_than_the_write_keeps_the_old_entries_until_released() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), options()).expect("open");
-    let t = table(&db);
-    load(&db, &t, 20);
+    let (_dir, db, t) = loaded(20);
     assert_eq!(collect(t.select("by_a")).expect("select").len(), 20);
     let snap = db.snapshot();
     for id in 0..10 {
@@ -164,10 +167,7 @@ fn a_snapshot_older_than_the_write_keeps_the_old_entries_until_released() {
 
 #[test]
 fn nothing_is_purged_while_nobody_reads_the_indexes() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), options()).expect("open");
-    let t = table(&db);
-    load(&db, &t, 50);
+    let (_dir, _db, t) = loaded(50);
     for id in 0..50 {
         t.replace(vec![u(id), u(100 + id), u(0)]).expect("replace");
     }
@@ -242,10 +242,7 @@ fn purged_versions_compacted_again_keep_the_tree_consistent() {
 /// show through again, dirty.
 #[test]
 fn compaction_emits_nothing_for_versions_the_purge_thread_cleaned() {
-    let dir = table_harness::tempdir();
-    let db = Db::open(dir.path(), options()).expect("open");
-    let t = table(&db);
-    load(&db, &t, 200);
+    let (_dir, db, t) = loaded(200);
     assert_eq!(collect(t.select("by_a").eq(vec![u(7)])).expect("select").len(), 1);
     replace_rows(&t, 0..100, |id| 1000 + id, 0); // by_b unchanged
     wait_for_purges(&t, 100);
