@@ -2,10 +2,19 @@
 //! and a refused write leaves no trace (not even the valid part of its batch).
 
 use strata::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use strata::{Db, Error, Options, WriteBatch};
+use strata::{Db, Error, Keyspace, Options, WriteBatch};
 
 fn open(dir: &std::path::Path) -> Db {
     Db::open(dir, Options::default()).expect("open")
+}
+
+/// A fresh database with keyspace `name` holding `k` = `v`.
+fn with_keyspace(name: &str) -> (tempfile::TempDir, Db, Keyspace) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let ks = db.create_keyspace(name).expect("create");
+    ks.put(b"k", b"v").expect("put");
+    (dir, db, ks)
 }
 
 fn everything(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -143,10 +152,7 @@ fn unknown_and_dropped_keyspaces_are_not_found() {
 fn reads_through_a_dropped_keyspace_handle_fail() {
     // Keyspace docs: "on a dropped keyspace, Error::NotFound" - reads included; in
     // particular the dropped data, still in the memtable, must not be served.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = open(dir.path());
-    let gone = db.create_keyspace("gone").expect("create");
-    gone.put(b"k", b"v").expect("put");
+    let (_dir, db, gone) = with_keyspace("gone");
     db.drop_keyspace("gone").expect("drop");
     assert_not_found(gone.get(b"k"), "get through a dropped keyspace's handle");
     assert_not_found(
@@ -302,10 +308,7 @@ fn invalid_options_are_refused_before_touching_the_disk() {
 
 #[test]
 fn operations_after_close_fail_cleanly() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = open(dir.path());
-    let ks = db.create_keyspace("ks").expect("create");
-    ks.put(b"k", b"v").expect("put");
+    let (_dir, db, ks) = with_keyspace("ks");
     let snap = db.snapshot();
     db.close().expect("close");
     assert!(matches!(ks.put(b"k", b"v2"), Err(Error::Closed)), "put after close");
@@ -320,10 +323,7 @@ fn operations_after_close_fail_cleanly() {
 fn close_releases_the_directory_even_with_live_handles() {
     // After close(), handles only return Closed; they must not keep the directory
     // locked, or the database cannot be reopened until every handle is dropped.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = open(dir.path());
-    let ks = db.create_keyspace("ks").expect("create");
-    ks.put(b"k", b"v").expect("put");
+    let (dir, db, ks) = with_keyspace("ks");
     let snap = db.snapshot();
     db.close().expect("close");
     let db = Db::open(dir.path(), Options::default()).expect("reopen after close while old handles are alive");
