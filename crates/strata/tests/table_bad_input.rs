@@ -353,79 +353,83 @@ fn bad_updates_of_missing_rows_are_refused() {
 fn bad_keys_and_selects_are_refused() {
     let (_dir, db, t) = setup("deferred");
     let seq = db.last_seq();
-    let check = |what: &str, r: strata::Result<Vec<Row>>, kind: ErrorKind, names: &[&str]| match r {
-        Ok(rows) => panic!("{what}: accepted, returned {} rows", rows.len()),
-        Err(e) => assert_error(what, &e, kind, names),
-    };
-    check("unknown index", collect(t.select("by_zz")), not_found, &["by_zz"]);
-    check(
-        "too many equalities",
-        collect(t.select("by_a").eq(vec![u(1), u(2)])),
-        invalid_argument,
-        &["by_a"],
-    );
-    check(
-        "equalities on every field and a range",
-        collect(
-            t.select("by_a")
-                .eq(vec![u(1)])
-                .range(Bound::Included(u(0)), Bound::Unbounded),
+    let cases: Vec<(&str, strata::Result<Vec<Row>>, ErrorKind, &[&str])> = vec![
+        ("unknown index", collect(t.select("by_zz")), not_found, &["by_zz"]),
+        (
+            "too many equalities",
+            collect(t.select("by_a").eq(vec![u(1), u(2)])),
+            invalid_argument,
+            &["by_a"],
         ),
-        invalid_argument,
-        &["by_a"],
-    );
-    check(
-        "too many equalities on the primary",
-        collect(t.select(PRIMARY).eq(vec![u(1), u(1)])),
-        invalid_argument,
-        &[PRIMARY],
-    );
-    check(
-        "null equality on a non-nullable field",
-        collect(t.select("by_a").eq(vec![Value::Null])),
-        schema_mismatch,
-        &[],
-    );
-    check(
-        "range bound of the wrong type",
-        collect(
-            t.select("by_an")
-                .eq(vec![u(10)])
-                .range(Bound::Included(u(1)), Bound::Unbounded),
+        (
+            "equalities on every field and a range",
+            collect(
+                t.select("by_a")
+                    .eq(vec![u(1)])
+                    .range(Bound::Included(u(0)), Bound::Unbounded),
+            ),
+            invalid_argument,
+            &["by_a"],
         ),
-        schema_mismatch,
-        &[],
-    );
-    check(
-        "get with too many key values",
-        t.get(&[u(1), u(2)]).map(|r| r.into_iter().collect()),
-        invalid_argument,
-        &["\"t\""],
-    );
-    check(
-        "get with no key value",
-        t.get(&[]).map(|r| r.into_iter().collect()),
-        invalid_argument,
-        &["\"t\""],
-    );
-    check(
-        "get with a wrong key type",
-        t.get(&[s("1")]).map(|r| r.into_iter().collect()),
-        schema_mismatch,
-        &[],
-    );
-    check(
-        "delete with a wrong key type",
-        t.delete(&[Value::I64(1)]).map(|_| vec![]),
-        schema_mismatch,
-        &[],
-    );
-    check(
-        "delete with too many key values",
-        t.delete(&[u(1), u(1)]).map(|_| vec![]),
-        invalid_argument,
-        &["\"t\""],
-    );
+        (
+            "too many equalities on the primary",
+            collect(t.select(PRIMARY).eq(vec![u(1), u(1)])),
+            invalid_argument,
+            &[PRIMARY],
+        ),
+        (
+            "null equality on a non-nullable field",
+            collect(t.select("by_a").eq(vec![Value::Null])),
+            schema_mismatch,
+            &[],
+        ),
+        (
+            "range bound of the wrong type",
+            collect(
+                t.select("by_an")
+                    .eq(vec![u(10)])
+                    .range(Bound::Included(u(1)), Bound::Unbounded),
+            ),
+            schema_mismatch,
+            &[],
+        ),
+        (
+            "get with too many key values",
+            t.get(&[u(1), u(2)]).map(|r| r.into_iter().collect()),
+            invalid_argument,
+            &["\"t\""],
+        ),
+        (
+            "get with no key value",
+            t.get(&[]).map(|r| r.into_iter().collect()),
+            invalid_argument,
+            &["\"t\""],
+        ),
+        (
+            "get with a wrong key type",
+            t.get(&[s("1")]).map(|r| r.into_iter().collect()),
+            schema_mismatch,
+            &[],
+        ),
+        (
+            "delete with a wrong key type",
+            t.delete(&[Value::I64(1)]).map(|_| vec![]),
+            schema_mismatch,
+            &[],
+        ),
+        (
+            "delete with too many key values",
+            t.delete(&[u(1), u(1)]).map(|_| vec![]),
+            invalid_argument,
+            &["\"t\""],
+        ),
+    ];
+    for (what, r, kind, names) in cases {
+        match r {
+            Ok(rows) => panic!("{what}: accepted, returned {} rows", rows.len()),
+            Err(e) => assert_error(what, &e, kind, names),
+        }
+    }
     assert_eq!(db.last_seq(), seq, "a refused call wrote something");
     assert_eq!(t.count().expect("count"), 2);
     // Catalog calls.
