@@ -24,6 +24,14 @@ fn small() -> Options {
     }
 }
 
+/// A database with `small()` options at `db` in a fresh directory, which holds the
+/// tests' external files too.
+fn small_db() -> (tempfile::TempDir, Db) {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    (tmp, db)
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
@@ -70,8 +78,7 @@ fn dir_listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn an_ingest_takes_one_seqno_above_every_write_and_old_snapshots_do_not_see_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let (tmp, db) = small_db();
     for i in 0..10 {
         db.put(&key(i), b"old").unwrap();
     }
@@ -145,8 +152,7 @@ fn an_ingest_beside_the_memtable_leaves_it_and_survives_reopen_and_compaction() 
 
 #[test]
 fn files_go_to_the_deepest_level_above_the_data_they_overlap() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let (tmp, db) = small_db();
     for i in (0..4000).step_by(2) {
         db.put(&key(i), &[b'x'; 40]).unwrap();
     }
@@ -179,8 +185,7 @@ fn files_go_to_the_deepest_level_above_the_data_they_overlap() {
 
 #[test]
 fn external_deletes_remove_older_data() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let (tmp, db) = small_db();
     db.put(&key(1), b"v").unwrap();
     db.put(&key(2), b"v").unwrap();
     db.flush().unwrap();
@@ -201,8 +206,7 @@ fn external_deletes_remove_older_data() {
 
 #[test]
 fn linked_files_share_the_source_and_copies_do_not() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let (tmp, db) = small_db();
     let a = external(tmp.path(), "a.sst", 0..100, "a");
     let b = external(tmp.path(), "b.sst", 100..200, "b");
     let ks = db.default_keyspace();
@@ -218,8 +222,7 @@ fn linked_files_share_the_source_and_copies_do_not() {
 
 #[test]
 fn several_keyspaces_take_one_seqno_in_one_edit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let (tmp, db) = small_db();
     let one = db.create_keyspace("one").unwrap();
     let two = db.create_keyspace("two").unwrap();
     // The same key range in two keyspaces does not overlap.
