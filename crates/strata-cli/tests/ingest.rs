@@ -3,9 +3,16 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use common::{assert_fails, ok, path_str as s, run};
+use common::{assert_fails, new_db, ok, path_str as s, run};
+
+/// Writes `text` to a new file `name` in `dir` and returns its path.
+fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
 
 /// A bulk-load command that must fail with exit 1 and every needle in its error.
 fn fails(db: &Path, args: &[&str], needles: &[&str]) {
@@ -14,20 +21,17 @@ fn fails(db: &Path, args: &[&str], needles: &[&str]) {
 
 #[test]
 fn sst_write_then_ingest_into_a_keyspace() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
+    let (tmp, db) = new_db();
     ok(&db, &["put", "b", "old"]);
-    let csv = tmp.path().join("pairs.csv");
-    std::fs::write(&csv, "key,value\na,1\nb,2\nc,3\n").unwrap();
+    let csv = write_file(tmp.path(), "pairs.csv", "key,value\na,1\nb,2\nc,3\n");
     let sst = tmp.path().join("a.sst");
     let out = ok(&db, &["sst-write", s(&sst), s(&csv)]);
     assert!(out.contains("wrote 3 entries"), "{out}");
-    let jsonl = tmp.path().join("pairs.jsonl");
-    std::fs::write(
-        &jsonl,
+    let jsonl = write_file(
+        tmp.path(),
+        "pairs.jsonl",
         "{\"key\":\"z\",\"value\":\"26\"}\n{\"key\":\"x\",\"value\":\"24\"}\n",
-    )
-    .unwrap();
+    );
     let sst2 = tmp.path().join("b.sst");
     ok(&db, &["sst-write", "--sort", s(&sst2), s(&jsonl)]);
     let out = ok(&db, &["ingest", s(&sst), s(&sst2)]);
@@ -39,11 +43,9 @@ fn sst_write_then_ingest_into_a_keyspace() {
 
 #[test]
 fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
+    let (tmp, db) = new_db();
     ok(&db, &["put", "k", "v"]);
-    let csv = tmp.path().join("pairs.csv");
-    std::fs::write(&csv, "key,value\nb,1\na,2\n").unwrap();
+    let csv = write_file(tmp.path(), "pairs.csv", "key,value\nb,1\na,2\n");
     let sst = tmp.path().join("a.sst");
     fails(
         &db,
@@ -62,8 +64,7 @@ fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
     // Two overlapping files: refused, nothing changes.
     std::fs::write(&csv, "key,value\na,1\nm,2\n").unwrap();
     ok(&db, &["sst-write", s(&sst), s(&csv)]);
-    let csv2 = tmp.path().join("pairs2.csv");
-    std::fs::write(&csv2, "key,value\nc,1\nz,2\n").unwrap();
+    let csv2 = write_file(tmp.path(), "pairs2.csv", "key,value\nc,1\nz,2\n");
     let sst2 = tmp.path().join("b.sst");
     ok(&db, &["sst-write", s(&sst2), s(&csv2)]);
     fails(&db, &["ingest", s(&sst), s(&sst2)], &["overlap"]);
@@ -77,13 +78,11 @@ fn sst_write_refuses_unsorted_input_and_ingest_refuses_overlap() {
 
 #[test]
 fn table_write_then_table_ingest_and_check() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
+    let (tmp, db) = new_db();
     let schema = "table users (id u64, name str, age i64) primary key (id) index by_age (age) deferred";
     ok(&db, &["create-table", schema]);
     ok(&db, &["insert", "users", r#"{"id": 100, "name": "zed", "age": 9}"#]);
-    let csv = tmp.path().join("rows.csv");
-    std::fs::write(&csv, "id,name,age\n3,cat,30\n1,ann,31\n2,bob,25\n").unwrap();
+    let csv = write_file(tmp.path(), "rows.csv", "id,name,age\n3,cat,30\n1,ann,31\n2,bob,25\n");
     let out_dir = tmp.path().join("load");
     // Unsorted without --sort: refused with the line.
     fails(
@@ -115,8 +114,7 @@ fn table_write_then_table_ingest_and_check() {
     fails(&db, &["table-ingest", "users", s(&out_dir)], &["already has a row"]);
     // Files for another schema.
     let other = tmp.path().join("other");
-    let jsonl = tmp.path().join("rows.jsonl");
-    std::fs::write(&jsonl, "{\"id\": 7, \"name\": \"x\"}\n").unwrap();
+    let jsonl = write_file(tmp.path(), "rows.jsonl", "{\"id\": 7, \"name\": \"x\"}\n");
     ok(
         &db,
         &[
