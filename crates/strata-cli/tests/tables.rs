@@ -158,6 +158,15 @@ fn loaded_people(dir: &Path, db: &Path) -> Vec<Person> {
     all
 }
 
+/// The people of `ordered` who live in `city`, in the same order.
+fn in_city<'a>(ordered: &[&'a Person], city: &str) -> Vec<&'a Person> {
+    ordered
+        .iter()
+        .copied()
+        .filter(|p| p.city.as_deref() == Some(city))
+        .collect()
+}
+
 fn by_city_order(model: &[Person]) -> Vec<&Person> {
     let mut v: Vec<&Person> = model.iter().collect();
     v.sort_by_key(|p| p.by_city_key());
@@ -233,11 +242,7 @@ fn select_eq_range_reverse_limit_and_count() {
     let ordered = by_city_order(&model);
 
     // Equality on the first index field.
-    let paris: Vec<&Person> = ordered
-        .iter()
-        .copied()
-        .filter(|p| p.city.as_deref() == Some("Paris"))
-        .collect();
+    let paris = in_city(&ordered, "Paris");
     assert!(paris.len() > 10);
     let out = ok(&db, &["select", "people", "--index", "by_city", "--eq", "Paris"]);
     assert_eq!(jsonl(&out), jsons(&paris));
@@ -485,20 +490,12 @@ fn update_replace_and_delete_are_reflected_in_selects() {
     ok(&db, &["row-delete", "people", "999999"]);
 
     let ordered = by_city_order(&model);
-    let oslo: Vec<&Person> = ordered
-        .iter()
-        .copied()
-        .filter(|p| p.city.as_deref() == Some("Oslo"))
-        .collect();
+    let oslo = in_city(&ordered, "Oslo");
     assert_eq!(oslo.len(), 3);
     assert_eq!(oslo[0].age, -77, "ordered by age within the city");
     let out = ok(&db, &["select", "people", "--index", "by_city", "--eq", "Oslo"]);
     assert_eq!(jsonl(&out), jsons(&oslo));
-    let paris: Vec<&Person> = ordered
-        .iter()
-        .copied()
-        .filter(|p| p.city.as_deref() == Some("Paris"))
-        .collect();
+    let paris = in_city(&ordered, "Paris");
     let out = ok(&db, &["select", "people", "--index", "by_city", "--eq", "Paris"]);
     assert_eq!(jsonl(&out), jsons(&paris));
     assert_eq!(
