@@ -41,6 +41,15 @@ fn row(id: u64, g: &mut StdRng) -> Row {
     ]
 }
 
+/// Replaces rows `0..n` drawn by `row` from `g` in one transaction.
+fn load(t: &Table, n: u64, g: &mut StdRng) {
+    let mut tx = t.transaction();
+    for id in 0..n {
+        tx.replace(row(id, g));
+    }
+    tx.commit().expect("load");
+}
+
 fn writer(t: &Table, seed: u64, stop: &AtomicBool, ops: &AtomicU64) {
     let mut g = StdRng::seed_from_u64(seed);
     while !stop.load(Ordering::Relaxed) {
@@ -114,11 +123,7 @@ fn build_under_writers(mode: &str) {
     let (dir, db) = table_harness::open_small();
     let t = create(&db, mode);
     let mut g = StdRng::seed_from_u64(11);
-    let mut tx = t.transaction();
-    for id in 0..3000 {
-        tx.replace(row(id, &mut g));
-    }
-    tx.commit().expect("load");
+    load(&t, 3000, &mut g);
     db.flush().expect("flush");
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
@@ -356,11 +361,7 @@ fn dropping_the_table_during_an_index_build_leaves_no_files() {
             .expect("table");
         keep.replace(vec![u(1), u(1)]).expect("replace");
         let mut g = StdRng::seed_from_u64(1);
-        let mut tx = t.transaction();
-        for id in 0..40_000 {
-            tx.replace(row(id, &mut g));
-        }
-        tx.commit().expect("load");
+        load(&t, 40_000, &mut g);
         db.compact_range().expect("compact");
         let mut caught = 0;
         let build = std::thread::scope(|sc| {
