@@ -3,11 +3,13 @@
 //! open in the table cache, plus the few an in-flight read pins. The only test in its
 //! binary, so the process's file descriptors are all this test's.
 
+mod batched_load;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use strata::{Db, Options, SyncPolicy, WriteBatch};
+use strata::{Db, Options, SyncPolicy};
 
 const MAX_OPEN: usize = 16;
 const READERS: usize = 2;
@@ -36,17 +38,9 @@ fn open_tables_and_descriptors_stay_under_max_open_files() {
     };
     let db = Db::open(dir.path(), opts).expect("open");
     let keys = 20_000u64;
-    for chunk in 0..keys / 100 {
-        let mut b = WriteBatch::new();
-        for i in chunk * 100..(chunk + 1) * 100 {
-            // Spread keys so every file overlaps few others and reads touch them all.
-            let k = format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            b.put(&db.default_keyspace(), k.as_bytes(), &[b'v'; 100]);
-        }
-        db.write(b).expect("write");
-    }
-    db.flush().expect("flush");
-    db.wait_for_background().expect("background");
+    // Spread keys so every file overlaps few others and reads touch them all.
+    let spread = |i: u64| format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    batched_load::load_in_batches(&db, keys, 100, spread, &[b'v'; 100]);
     let files: usize = db
         .stats()
         .keyspaces

@@ -2,6 +2,8 @@
 //! memtables while writers outpace the flush, and the block cache's capacity while
 //! readers sweep data many times larger than it.
 
+mod batched_load;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -104,15 +106,7 @@ fn block_cache_stays_within_capacity_while_readers_sweep_larger_data() {
     };
     let db = Db::open(dir.path(), opts).expect("open");
     let keys = 40_000u64;
-    for chunk in 0..keys / 200 {
-        let mut b = WriteBatch::new();
-        for i in chunk * 200..(chunk + 1) * 200 {
-            b.put(&db.default_keyspace(), format!("{i:08}").as_bytes(), &[b'y'; VALUE]);
-        }
-        db.write(b).expect("write");
-    }
-    db.flush().expect("flush");
-    db.wait_for_background().expect("background");
+    batched_load::load_in_batches(&db, keys, 200, |i| format!("{i:08}"), &[b'y'; VALUE]);
     let data = db.stats().total_bytes();
     assert!(
         data >= 20 * capacity as u64,
