@@ -353,6 +353,14 @@ fn bad_updates_of_missing_rows_are_refused() {
 fn bad_keys_and_selects_are_refused() {
     let (_dir, db, t) = setup("deferred");
     let seq = db.last_seq();
+    // One equality, then a range from `from` on the next field.
+    let eq_and_from = |index: &str, eq: Value, from: Value| {
+        collect(
+            t.select(index)
+                .eq(vec![eq])
+                .range(Bound::Included(from), Bound::Unbounded),
+        )
+    };
     let cases: Vec<(&str, strata::Result<Vec<Row>>, ErrorKind, &[&str])> = vec![
         ("unknown index", collect(t.select("by_zz")), not_found, &["by_zz"]),
         (
@@ -363,11 +371,7 @@ fn bad_keys_and_selects_are_refused() {
         ),
         (
             "equalities on every field and a range",
-            collect(
-                t.select("by_a")
-                    .eq(vec![u(1)])
-                    .range(Bound::Included(u(0)), Bound::Unbounded),
-            ),
+            eq_and_from("by_a", u(1), u(0)),
             invalid_argument,
             &["by_a"],
         ),
@@ -385,11 +389,7 @@ fn bad_keys_and_selects_are_refused() {
         ),
         (
             "range bound of the wrong type",
-            collect(
-                t.select("by_an")
-                    .eq(vec![u(10)])
-                    .range(Bound::Included(u(1)), Bound::Unbounded),
-            ),
+            eq_and_from("by_an", u(10), u(1)),
             schema_mismatch,
             &[],
         ),
