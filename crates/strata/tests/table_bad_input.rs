@@ -10,7 +10,7 @@ use std::ops::Bound;
 use strata::table::schema::Schema;
 use strata::table::select::PRIMARY;
 use strata::table::value::Value;
-use strata::table::{Row, Table};
+use strata::table::{Row, Table, Transaction};
 use strata::{Db, Error};
 use table_harness::{all_rows, check_ok, collect, s, small_options, u};
 
@@ -60,6 +60,22 @@ fn assert_error(what: &str, e: &Error, kind: ErrorKind, names: &[&str]) {
 type Write = fn(&Table, Row) -> strata::Result<()>;
 /// Whether an error is of the kind a case expects.
 type ErrorKind = fn(&Error) -> bool;
+
+/// `refused` for a transaction of the statements `statements` adds.
+fn refused_tx(
+    db: &Db,
+    t: &Table,
+    what: &str,
+    kind: ErrorKind,
+    names: &[&str],
+    statements: impl FnOnce(&mut Transaction),
+) {
+    refused(db, t, what, kind, names, || {
+        let mut tx = t.transaction();
+        statements(&mut tx);
+        tx.commit().map(|_| ())
+    });
+}
 
 fn schema_mismatch(e: &Error) -> bool {
     matches!(e, Error::SchemaMismatch(_))
@@ -175,34 +191,30 @@ fn bad_rows_are_refused() {
             refused(&db, &t, what, kind, names, || write(&t, row));
         }
         // A transaction with one bad statement applies none of its statements.
-        refused(
+        refused_tx(
             &db,
             &t,
             "transaction with one bad row",
             schema_mismatch,
             &["'a'"],
-            || {
-                let mut tx = t.transaction();
+            |tx| {
                 tx.replace(good(5))
                     .delete(vec![u(1)])
                     .insert(wrong_type.clone())
                     .replace(good(6));
-                tx.commit().map(|_| ())
             },
         );
-        refused(
+        refused_tx(
             &db,
             &t,
             "transaction ending in a duplicate",
             constraint,
             &["by_name"],
-            || {
-                let mut tx = t.transaction();
+            |tx| {
                 tx.replace(good(5))
                     .delete(vec![u(2)])
                     .update(vec![u(1)], vec![("a".into(), u(99))]);
                 tx.insert(dup_name.clone());
-                tx.commit().map(|_| ())
             },
         );
         assert_eq!(
@@ -309,17 +321,15 @@ fn bad_updates_are_refused() {
         for (what, set, kind, names) in cases {
             refused(&db, &t, what, kind, names, || t.update(&[u(1)], &set).map(|_| ()));
         }
-        refused(
+        refused_tx(
             &db,
             &t,
             "update in a transaction",
             invalid_argument,
             &["\"id\""],
-            || {
-                let mut tx = t.transaction();
+            |tx| {
                 tx.replace(good(7))
                     .update(vec![u(2)], vec![("a".into(), u(3)), ("id".into(), u(3))]);
-                tx.commit().map(|_| ())
             },
         );
         assert_eq!(t.get(&[u(7)]).expect("get"), None);
@@ -483,16 +493,14 @@ fn oversized_keys_closed_databases_and_foreign_snapshots_are_refused() {
             &[],
             || t.replace(huge.clone()),
         );
-        refused(
+        refused_tx(
             &db,
             &t,
             "transaction with an oversized index key",
             invalid_argument,
             &[],
-            || {
-                let mut tx = t.transaction();
+            |tx| {
                 tx.replace(good(4)).insert(huge.clone());
-                tx.commit().map(|_| ())
             },
         );
         assert_eq!(t.get(&[u(4)]).expect("get"), None);
