@@ -58,6 +58,10 @@ fn assert_error(what: &str, e: &Error, kind: ErrorKind, names: &[&str]) {
 
 /// `Table::insert` or `Table::replace`, for tables of cases.
 type Write = fn(&Table, Row) -> strata::Result<()>;
+/// An update's `(field, value)` sets.
+type Sets<'a> = Vec<(&'a str, Value)>;
+/// What a select or get returned.
+type Selected = strata::Result<Vec<Row>>;
 /// Whether an error is of the kind a case expects.
 type ErrorKind = fn(&Error) -> bool;
 
@@ -279,7 +283,7 @@ fn rows_from_pairs_are_checked() {
 fn bad_updates_are_refused() {
     for mode in ["deferred", "eager"] {
         let (_dir, db, t) = setup(mode);
-        let cases: Vec<(&str, Vec<(&str, Value)>, ErrorKind, &[&str])> = vec![
+        let cases: Vec<(&str, Sets, ErrorKind, &[&str])> = vec![
             (
                 "update of an unknown field",
                 vec![("zz", u(1))],
@@ -371,7 +375,7 @@ fn bad_keys_and_selects_are_refused() {
                 .range(Bound::Included(from), Bound::Unbounded),
         )
     };
-    let cases: Vec<(&str, strata::Result<Vec<Row>>, ErrorKind, &[&str])> = vec![
+    let cases: Vec<(&str, Selected, ErrorKind, &[&str])> = vec![
         ("unknown index", collect(t.select("by_zz")), not_found, &["by_zz"]),
         (
             "too many equalities",
