@@ -42,6 +42,7 @@
 use std::ops::Bound;
 use std::path::Path;
 
+use super::layout::Layout;
 use super::schema::Schema;
 use super::select::Rows;
 use super::value::Value;
@@ -124,22 +125,19 @@ impl PartitionedDb {
                 schema.name
             )));
         }
+        let router = Router::with_hash(&schema, self.count(), self.parts.hash_fn())?;
         let mut tables = Vec::with_capacity(self.count());
         for db in self.parts.dbs() {
             tables.push(db.create_table(schema.clone())?);
         }
-        Ok(PartitionedTable {
-            hash: self.parts.hash_fn(),
-            tables,
-        })
+        Ok(PartitionedTable { router, tables })
     }
 
     /// The table `name`, which every partition holds with the same schema.
     pub fn table(&self, name: &str) -> Result<PartitionedTable> {
-        Ok(PartitionedTable {
-            hash: self.parts.hash_fn(),
-            tables: self.tables_named(name)?,
-        })
+        let tables = self.tables_named(name)?;
+        let router = Router::with_hash(&tables[0].schema()?, self.count(), self.parts.hash_fn())?;
+        Ok(PartitionedTable { router, tables })
     }
 
     fn tables_named(&self, name: &str) -> Result<Vec<Table>> {
@@ -190,11 +188,64 @@ fn out_of_range(i: usize, count: usize) -> Error {
     Error::InvalidArgument(format!("partition {i} does not exist: there are {count} (0..{count})"))
 }
 
+/// Routes a table's rows to partitions without a database: what [`PartitionedTable`]
+/// does for each statement, for clients that split rows themselves (one
+/// [`TableWriter`](super::writer::TableWriter) per partition).
+///
+/// ```
+/// use strata::table::{partitioned::Router, schema::Schema, value::Value};
+/// let schema = Schema::parse("table t (id u64, v str) primary key (id)").unwrap();
+/// let router = Router::new(&schema, 4).unwrap();
+/// let p = router.partition_of_pk(&[Value::U64(42)]).unwrap();
+/// assert!(p < 4);
+/// assert_eq!(router.partition_of_row(&[Value::U64(42), Value::from("x")]).unwrap(), p);
+/// assert!(router.partition_of_pk(&[Value::from("not a u64")]).is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Router {
+    layout: Layout,
+    hash: HashFn,
+    count: usize,
+}
+
+impl Router {
+    /// A router of `schema`'s rows over `count` partitions by the default hash.
+    pub fn new(schema: &Schema, count: usize) -> Result<Router> {
+        Self::with_hash(schema, count, HashFn::Fnv1aFmix64)
+    }
+
+    fn with_hash(schema: &Schema, count: usize, hash: HashFn) -> Result<Router> {
+        check_count(count)?;
+        Ok(Router {
+            layout: Layout::detached(&schema.clone().validated()?)?,
+            hash,
+            count,
+        })
+    }
+
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The partition of the row with primary key `pk` (one value per key field).
+    pub fn partition_of_pk(&self, pk: &[Value]) -> Result<usize> {
+        let key = self.layout.pk_from_values(pk)?;
+        Ok(self.hash.partition(&key, self.count))
+    }
+
+    /// The partition of `row` (checked against the schema).
+    pub fn partition_of_row(&self, row: &[Value]) -> Result<usize> {
+        self.layout.schema.check_row(row)?;
+        Ok(self.hash.partition(&self.layout.pk_of(row), self.count))
+    }
+}
+
 /// One table over every partition: statements go to the row's partition, selects
 /// merge every partition's. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct PartitionedTable {
-    hash: HashFn,
+    router: Router,
     tables: Vec<Table>,
 }
 
@@ -219,17 +270,19 @@ impl PartitionedTable {
         self.tables.get(i).ok_or_else(|| out_of_range(i, self.count()))
     }
 
+    /// The router of the table's rows.
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
     /// The partition of the row with primary key `pk` (one value per key field).
     pub fn partition_of_pk(&self, pk: &[Value]) -> Result<usize> {
-        let key = self.tables[0].runtime()?.layout.pk_from_values(pk)?;
-        Ok(self.hash.partition(&key, self.count()))
+        self.router.partition_of_pk(pk)
     }
 
     /// The partition of `row` (checked against the schema).
     pub fn partition_of_row(&self, row: &[Value]) -> Result<usize> {
-        let layout = self.tables[0].runtime()?.layout;
-        layout.schema.check_row(row)?;
-        Ok(self.hash.partition(&layout.pk_of(row), self.count()))
+        self.router.partition_of_row(row)
     }
 
     fn by_row(&self, row: &[Value]) -> Result<&Table> {
@@ -289,7 +342,7 @@ impl PartitionedTable {
         let files = TableFiles::open(dir)?;
         let n = self.count();
         match files.partition {
-            Some(p) if (p.index, p.count, p.hash) != (partition, n, self.hash) => {
+            Some(p) if (p.index, p.count, p.hash) != (partition, n, self.router.hash) => {
                 return Err(Error::InvalidArgument(format!(
                     "{}: the files were written for partition {} of {} ({:?}), not partition {partition} of {n} \
                      ({:?})",
@@ -297,13 +350,13 @@ impl PartitionedTable {
                     p.index,
                     p.count,
                     p.hash,
-                    self.hash
+                    self.router.hash
                 )));
             }
             Some(_) => {}
             None => {
                 let path = dir.join(&files.primary.0);
-                if let Some(at) = super::ingest::first_key_routed_elsewhere(&path, self.hash, n, partition)? {
+                if let Some(at) = super::ingest::first_key_routed_elsewhere(&path, self.router.hash, n, partition)? {
                     return Err(Error::InvalidArgument(format!(
                         "{}: entry {at} has the primary key of another partition than {partition} of {n}",
                         path.display()

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::catalog::{IndexEntry, TableDef};
 use super::layout::Layout;
 use super::schema::Schema;
 use super::value::Value;
@@ -166,21 +165,7 @@ impl TableWriter {
                 dir.display()
             )));
         }
-        // The layout of a table in no database: keyspace ids are placeholders.
-        let def = TableDef {
-            primary: 0,
-            indexes: schema
-                .indexes
-                .iter()
-                .map(|ix| IndexEntry {
-                    name: ix.name.clone(),
-                    keyspace: 0,
-                    building: false,
-                })
-                .collect(),
-            schema: schema.clone(),
-        };
-        let layout = Layout::new(&def)?;
+        let layout = Layout::detached(&schema)?;
         let primary = ExternalSstWriter::create_with(fs.as_ref(), dir.join("primary.sst"), opts.sst.clone())?;
         let ctx = JobContext {
             fs: fs.clone(),
