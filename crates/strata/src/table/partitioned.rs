@@ -44,7 +44,7 @@ use std::path::Path;
 
 use super::layout::Layout;
 use super::schema::Schema;
-use super::select::Rows;
+use super::select::{Query, Rows, query_builder};
 use super::value::Value;
 use super::writer::TableFiles;
 use super::{Row, Table, TableStats};
@@ -324,11 +324,7 @@ impl PartitionedTable {
         PartitionedSelect {
             table: self.clone(),
             index: index.to_string(),
-            eq: Vec::new(),
-            lower: Bound::Unbounded,
-            upper: Bound::Unbounded,
-            reverse: false,
-            limit: None,
+            q: Query::default(),
         }
     }
 
@@ -424,48 +420,11 @@ fn add_stats(sum: &mut TableStats, s: TableStats) {
 pub struct PartitionedSelect {
     table: PartitionedTable,
     index: String,
-    eq: Vec<Value>,
-    lower: Bound<Value>,
-    upper: Bound<Value>,
-    reverse: bool,
-    limit: Option<u64>,
+    q: Query,
 }
 
 impl PartitionedSelect {
-    /// Equality on the first `values.len()` fields of the index.
-    pub fn eq(mut self, values: Vec<Value>) -> Self {
-        self.eq = values;
-        self
-    }
-
-    /// A range on the field after the equality prefix.
-    pub fn range(mut self, lower: Bound<Value>, upper: Bound<Value>) -> Self {
-        self.lower = lower;
-        self.upper = upper;
-        self
-    }
-
-    /// Descending order.
-    pub fn reverse(mut self) -> Self {
-        self.reverse = true;
-        self
-    }
-
-    /// At most `n` rows.
-    pub fn limit(mut self, n: u64) -> Self {
-        self.limit = Some(n);
-        self
-    }
-
-    /// Number of matching rows.
-    pub fn count(self) -> Result<u64> {
-        let mut n = 0;
-        for r in self.rows()? {
-            r?;
-            n += 1;
-        }
-        Ok(n)
-    }
+    query_builder!();
 
     /// The matching rows of every partition, merged lazily in index order (ties by
     /// primary key): each partition's select is read one row ahead, so a limit stops
@@ -473,26 +432,16 @@ impl PartitionedSelect {
     pub fn rows(self) -> Result<PartitionedRows> {
         let mut sources = Vec::with_capacity(self.table.tables.len());
         for t in &self.table.tables {
-            let mut s = t
-                .select(&self.index)
-                .eq(self.eq.clone())
-                .range(self.lower.clone(), self.upper.clone());
-            if self.reverse {
-                s = s.reverse();
-            }
-            if let Some(n) = self.limit {
-                s = s.limit(n);
-            }
-            sources.push(KeyedRows(s.rows()?));
+            sources.push(KeyedRows(t.select(&self.index).with_query(self.q.clone()).rows()?));
         }
-        let merge = if self.reverse {
+        let merge = if self.q.reverse {
             MergedScan::descending(sources)
         } else {
             MergedScan::ascending(sources)
         };
         Ok(PartitionedRows {
             merge,
-            left: self.limit,
+            left: self.q.limit,
         })
     }
 }
