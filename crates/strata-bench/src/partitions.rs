@@ -248,10 +248,10 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
         db.close()?;
         std::fs::remove_dir_all(&dir)?;
     }
-    print_table(&report);
     if let Some(p) = &a.json {
         write_json(p, &report)?;
     }
+    print_table(&report);
     Ok(())
 }
 
