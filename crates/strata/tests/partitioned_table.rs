@@ -505,3 +505,30 @@ fn files_for_another_partition_are_refused_and_change_nothing() {
     assert_eq!(t.select(PRIMARY).count().expect("count"), ids_of(1).len() as u64);
     db.close().expect("close");
 }
+
+#[test]
+fn a_descriptor_partition_line_is_checked() {
+    use strata::table::writer::TableFiles;
+    let text = |line: &str| {
+        format!(
+            "strata-table-files 1\nschema {}\nrows 1\n{line}\nfile primary primary.sst 1 00\n\
+             file index:by_a index-0.sst 1 00\nfile index:by_ba index-1.sst 1 00\n",
+            schema("eager")
+        )
+    };
+    let f = TableFiles::parse(Path::new("d"), &text("partition 2 4 1")).expect("parses");
+    let p = f.partition.expect("recorded");
+    assert_eq!((p.index, p.count), (2, 4));
+    for (line, why) in [
+        ("partition 4 4 1", "not below the count"),
+        ("partition 0 0 1", "partition count 0"),
+        ("partition 1 4 9", "unknown hash function"),
+        ("partition 1 4", "3 numbers"),
+    ] {
+        let e = TableFiles::parse(Path::new("d"), &text(line)).expect_err(line);
+        assert!(
+            e.to_string().contains(why) && e.to_string().contains("line 4"),
+            "{line}: {e}"
+        );
+    }
+}
