@@ -16,7 +16,8 @@ use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
 use crate::errors;
-use crate::kv::{Prefetch, Shared, Snapshot, busy, engine};
+use crate::kv::{Prefetch, Shared, Snapshot, busy, engine, methods};
+use crate::pending::Pending;
 
 /// What a table handle knows.
 pub struct Info {
@@ -333,16 +334,7 @@ impl Table {
         if let Some(n) = limit {
             sel = sel.limit(n);
         }
-        let snap = match snapshot {
-            Some(s) => {
-                let s = s.get();
-                if !Arc::ptr_eq(&s.shared, &self.shared) {
-                    return Err(errors::invalid(py, "the snapshot belongs to another database"));
-                }
-                Some(s.engine_snapshot(py)?)
-            }
-            None => None,
-        };
+        let snap = Snapshot::of(py, &self.shared, snapshot)?;
         if let Some(s) = &snap {
             sel = sel.at(s);
         }
@@ -390,7 +382,7 @@ impl Table {
         Transaction {
             shared: self.shared.clone(),
             info: self.info.clone(),
-            txn: Mutex::new(Some(self.info.table.transaction())),
+            txn: Pending::new(self.info.table.transaction(), "transaction"),
         }
     }
 
@@ -423,26 +415,19 @@ impl Table {
 pub struct Transaction {
     shared: Arc<Shared>,
     info: Arc<Info>,
-    txn: Mutex<Option<strata::table::Transaction>>,
+    txn: Pending<strata::table::Transaction>,
 }
 
 impl Transaction {
     fn add(&self, py: Python<'_>, f: impl FnOnce(&mut strata::table::Transaction)) -> PyResult<()> {
-        match self.txn.lock().as_mut() {
-            Some(t) => {
-                f(t);
-                Ok(())
-            }
-            None => Err(errors::invalid(
-                py,
-                "the transaction was already committed or discarded",
-            )),
-        }
+        self.txn.edit(py, f)
     }
 }
 
-#[pymethods]
-impl Transaction {
+methods!(
+    Transaction,
+    with_block: |this, py, exc_type| this.txn.exit(exc_type, || this.commit(py).map(drop)),
+{
     /// Adds an insert (the commit fails with `IntegrityError` if the key exists).
     fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
         let r = to_row(py, row, &self.info.fields)?;
@@ -478,45 +463,21 @@ impl Transaction {
 
     /// Statements added so far.
     fn __len__(&self) -> usize {
-        self.txn.lock().as_ref().map_or(0, |t| t.len())
+        self.txn.len(strata::table::Transaction::len)
     }
 
     /// Applies every statement atomically; returns how many were applied.
     fn commit(&self, py: Python<'_>) -> PyResult<u64> {
-        let Some(t) = self.txn.lock().take() else {
-            return Err(errors::invalid(
-                py,
-                "the transaction was already committed or discarded",
-            ));
-        };
+        let t = self.txn.take(py)?;
         Ok(engine(py, &self.shared, move || t.commit())?.statements)
     }
 
     /// Drops every statement without writing.
     fn discard(&self) {
-        self.txn.lock().take();
+        self.txn.discard();
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        if exc_type.is_some_and(|t| !t.is_none()) {
-            self.discard();
-        } else if self.txn.lock().is_some() {
-            self.commit(py)?;
-        }
-        Ok(false)
-    }
-}
+});
 
 /// The rows of a select, streamed as dicts. Raises `ClosedError` once the database is
 /// closed.
@@ -561,15 +522,7 @@ impl Rows {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
-        let row = pf.next(py, &self.shared, |n, buf| {
-            for _ in 0..n {
-                match it.next() {
-                    Some(r) => buf.push_back(r?),
-                    None => break,
-                }
-            }
-            Ok(())
-        })?;
+        let row = pf.next_of(py, &self.shared, || it.next())?;
         drop(guard);
         match row {
             Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),

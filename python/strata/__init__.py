@@ -15,28 +15,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._errors import (
-    AlreadyExistsError,
-    BackgroundError,
-    ClosedError,
-    CorruptionError,
-    Error,
-    IntegrityError,
-    InvalidArgument,
-    IoError,
-    NotADatabaseError,
-    NotFoundError,
-    SchemaError,
-)
+from ._errors import *  # noqa: F403 (the exception classes, listed in its __all__)
+from ._errors import __all__ as _error_names
 from ._strata import (
     OPTIONS,
     Database,
     Keyspace,
+    MultiMap,
     Rows,
     Scan,
     Snapshot,
     Table,
     Transaction,
+    Values,
     WriteBatch,
 )
 
@@ -62,15 +53,7 @@ __all__ = [
     "Table",
     "Transaction",
     "Rows",
-    "Error",
-    "CorruptionError",
-    "IoError",
-    "InvalidArgument",
-    "SchemaError",
-    "IntegrityError",
-    "NotFoundError",
-    "AlreadyExistsError",
-    "NotADatabaseError",
-    "BackgroundError",
-    "ClosedError",
+    "MultiMap",
+    "Values",
 ]
+__all__ += _error_names

@@ -31,7 +31,7 @@ use strata::{IngestOptions, PartitionedDb, PartitionedTable};
 use crate::BenchResult;
 use crate::engines::strata::{MicroSettings, micro_schema, paper_options};
 use crate::ingest::{row, values};
-use crate::report::{rate, thousands, work_dir, write_json};
+use crate::report::{rate, thousands, write_json};
 
 /// Arguments of `strata-bench partitions`.
 #[derive(clap::Args)]
@@ -199,7 +199,7 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
     for &n in &a.partitions {
         strata::partition::check_count(n)?;
     }
-    let (_tmp, root) = work_dir(a.dir.as_deref(), "strata-partitions")?;
+    let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-partitions")?;
     eprintln!(
         "partitions benchmark: {} rows, 4 secondary indexes, in {}",
         thousands(a.rows),

@@ -1,7 +1,7 @@
 //! Shared reporting helpers: summary statistics of samples, number formatting for
-//! tables, progress bars, JSON files, the work directory.
+//! tables, progress bars, JSON files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -137,22 +137,6 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> BenchResult<()> {
     let text = serde_json::to_string_pretty(value)?;
     std::fs::write(path, text)?;
     Ok(())
-}
-
-/// The work directory of a run: `dir` (created if missing), or a new temporary directory
-/// named `prefix...`, removed when the returned guard is dropped.
-pub fn work_dir(dir: Option<&Path>, prefix: &str) -> BenchResult<(Option<tempfile::TempDir>, PathBuf)> {
-    match dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            Ok((None, d.to_path_buf()))
-        }
-        None => {
-            let tmp = tempfile::Builder::new().prefix(prefix).tempdir()?;
-            let path = tmp.path().to_path_buf();
-            Ok((Some(tmp), path))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ pub fn run(a: &CrashArgs) -> BenchResult<()> {
     if a.min_kill_ms > a.max_kill_ms {
         return Err("--min-kill-ms must not exceed --max-kill-ms".into());
     }
-    let (_tmp, root) = crate::report::work_dir(a.dir.as_deref(), "strata-crash")?;
+    let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-crash")?;
     let db_dir = root.join("db");
     let ack_log = root.join("acks.log");
     let stderr_log = root.join("child-stderr.log");
