@@ -4,7 +4,7 @@
 //! `strata.open` and the exception classes. What each Rust module owns:
 //! `kv` the database, keyspaces, batches, snapshots and scans (and the lifetime and
 //! locking rules every object follows); `table` tables, transactions and selects;
-//! `convert` Python values to engine values and back; `columns` Arrow column buffers;
+//! `writer` table files built outside a database and hash partitioning; `convert` Python values to engine values and back; `columns` Arrow column buffers;
 //! `options` the keyword options of `open`; `report` engine reports as dicts; `errors`
 //! engine errors as Python exceptions.
 //!
@@ -20,6 +20,7 @@ mod kv;
 mod options;
 mod report;
 mod table;
+mod writer;
 
 use pyo3::prelude::*;
 
@@ -33,6 +34,8 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Table>()?;
     m.add_class::<table::Transaction>()?;
     m.add_class::<table::Rows>()?;
+    m.add_class::<writer::TableWriter>()?;
+    m.add_class::<writer::Partitioner>()?;
     m.add("OPTIONS", options::NAMES.to_vec())?;
     Ok(())
 }

@@ -18,6 +18,22 @@ use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_
 use crate::errors;
 use crate::kv::{Prefetch, Shared, Snapshot, busy, engine};
 
+/// Runs `ingest` on `dir` (linking when `move_`) and, after a successful move, removes
+/// the source directory: the database now owns the linked files.
+pub fn ingest_dir(
+    dir: &std::path::Path,
+    move_: bool,
+    ingest: impl FnOnce(&std::path::Path, strata::IngestOptions) -> strata::Result<strata::IngestReport>,
+) -> strata::Result<strata::IngestReport> {
+    let mut opts = strata::IngestOptions::default();
+    opts.link_files = move_;
+    let report = ingest(dir, opts)?;
+    if move_ {
+        std::fs::remove_dir_all(dir).map_err(|e| strata::Error::io(dir, e))?;
+    }
+    Ok(report)
+}
+
 /// What a table handle knows.
 pub struct Info {
     pub table: strata::table::Table,
@@ -57,7 +73,34 @@ impl Info {
 
 fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>> {
     let schema = py.detach(|| table.schema()).map_err(|e| errors::to_py(py, e))?;
-    let fields = schema
+    let fields = field_specs(py, &schema);
+    let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
+    Ok(Arc::new(Info { table, fields, pk }))
+}
+
+/// A schema argument: the text form (`"table users (id u64, name str) primary key (id)
+/// index by_name (name) deferred"`), a dict (see docs/python.md) or, where `tables` is
+/// true, a `Table` (its current schema).
+pub fn schema_arg(py: Python<'_>, schema: &Bound<'_, PyAny>, tables: bool) -> PyResult<Schema> {
+    let text = if let Ok(s) = schema.cast::<PyString>() {
+        s.to_str()?.to_owned()
+    } else if let Ok(d) = schema.cast::<PyDict>() {
+        schema_text(py, d)?
+    } else if let (true, Ok(t)) = (tables, schema.cast::<Table>()) {
+        return t.get().engine_schema(py);
+    } else {
+        let also = if tables { ", a dict or a Table" } else { " or a dict" };
+        return Err(PyTypeError::new_err(format!(
+            "schema must be a str{also}, not {}",
+            type_name(schema)
+        )));
+    };
+    Schema::parse(&text).map_err(|e| errors::to_py(py, e))
+}
+
+/// The conversion specs of `schema`'s fields.
+pub fn field_specs(py: Python<'_>, schema: &Schema) -> Vec<FieldSpec> {
+    schema
         .fields
         .iter()
         .map(|f| FieldSpec {
@@ -66,26 +109,13 @@ fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>>
             ty: f.ty,
             nullable: f.nullable,
         })
-        .collect();
-    let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
-    Ok(Arc::new(Info { table, fields, pk }))
+        .collect()
 }
 
-/// `Database.create_table(schema)`: `schema` is the text form (`"table users (id u64,
-/// name str) primary key (id) index by_name (name) deferred"`) or a dict (see
-/// docs/python.md).
+/// `Database.create_table(schema)`: `schema` as [`schema_arg`] takes it (no `Table`).
 pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Table> {
-    let text = if let Ok(s) = schema.cast::<PyString>() {
-        s.to_str()?.to_owned()
-    } else if let Ok(d) = schema.cast::<PyDict>() {
-        schema_text(py, d)?
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "schema must be a str or a dict, not {}",
-            type_name(schema)
-        )));
-    };
-    let t = shared.with_db(py, |db| db.create_table(Schema::parse(&text)?))?;
+    let schema = schema_arg(py, schema, false)?;
+    let t = shared.with_db(py, |db| db.create_table(schema))?;
     Ok(Table {
         shared: shared.clone(),
         info: open_info(py, t)?,
@@ -189,6 +219,14 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
 pub struct Table {
     shared: Arc<Shared>,
     info: Arc<Info>,
+}
+
+impl Table {
+    /// The table's current schema, read with the GIL released.
+    pub fn engine_schema(&self, py: Python<'_>) -> PyResult<Schema> {
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.schema())
+    }
 }
 
 #[pymethods]
@@ -407,6 +445,26 @@ impl Table {
     fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<()> {
         let t = &self.info.table;
         engine(py, &self.shared, || t.drop_index(name))
+    }
+
+    /// Installs the files a `TableWriter` wrote to `directory`, atomically (all in or
+    /// none, even after a crash), with insert semantics: a row whose primary key exists
+    /// already is an `IntegrityError`, files built for another shape of table a
+    /// `SchemaError`, a damaged file a `CorruptionError`; then nothing changes. The
+    /// files are copied, or with `move=True` hard-linked and the source directory
+    /// removed afterwards (so nothing can change them). Returns a report dict.
+    #[pyo3(signature = (directory, r#move=false))]
+    fn ingest<'py>(
+        &self,
+        py: Python<'py>,
+        directory: std::path::PathBuf,
+        r#move: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.info.table;
+        let report = engine(py, &self.shared, || {
+            ingest_dir(&directory, r#move, |d, o| t.ingest(d, o))
+        })?;
+        crate::report::ingest(py, &report)
     }
 
     /// The table's counters as a dict.
