@@ -23,25 +23,53 @@ use strata::{Db, Keyspace as EngineKeyspace};
 use crate::convert::{bound_arg, bytes_arg};
 use crate::errors;
 
-/// What every object of one open database shares.
-pub struct Shared {
+/// What every object of one open database shares: a `Db`, or a `PartitionedDb` for
+/// `strata.open_partitioned`.
+pub struct Shared<D = Db> {
     /// `None` once closed.
-    db: RwLock<Option<Db>>,
+    db: RwLock<Option<D>>,
     closed: AtomicBool,
     pub path: String,
 }
 
-impl Shared {
+/// Objects that raise `ClosedError` once their database is closed.
+pub trait Alive {
     /// `ClosedError` once `close()` has begun.
-    pub fn check(&self, py: Python<'_>) -> PyResult<()> {
+    fn check(&self, py: Python<'_>) -> PyResult<()>;
+}
+
+impl<D> Alive for Shared<D> {
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(py));
         }
         Ok(())
     }
+}
+
+impl<T: Alive + ?Sized> Alive for Arc<T> {
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        (**self).check(py)
+    }
+}
+
+impl<D: Send + Sync> Shared<D> {
+    /// An open database at `path`.
+    pub fn new(db: D, path: String) -> Self {
+        Shared {
+            db: RwLock::new(Some(db)),
+            closed: AtomicBool::new(false),
+            path,
+        }
+    }
+
+    /// True once `close()` has begun.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
 
     /// Runs `f` on the engine with the GIL released.
-    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Db) -> strata::Result<T> + Send) -> PyResult<T> {
+    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&D) -> strata::Result<T> + Send) -> PyResult<T> {
         self.check(py)?;
         py.detach(|| {
             let g = self.db.read();
@@ -52,10 +80,27 @@ impl Shared {
         })
         .map_err(|e| errors::to_py(py, e))
     }
+
+    /// Marks the database closed and hands it to `close` with the GIL released (once:
+    /// closing twice does nothing).
+    pub fn close(&self, py: Python<'_>, close: impl FnOnce(D) -> strata::Result<()> + Send) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        py.detach(|| match self.db.write().take() {
+            Some(db) => close(db),
+            None => Ok(()),
+        })
+        .map_err(|e| errors::to_py(py, e))
+    }
 }
 
 /// Runs `f` with the GIL released and maps its error.
-pub fn engine<T: Send>(py: Python<'_>, shared: &Shared, f: impl FnOnce() -> strata::Result<T> + Send) -> PyResult<T> {
+pub fn engine<T: Send>(
+    py: Python<'_>,
+    shared: &(impl Alive + ?Sized),
+    f: impl FnOnce() -> strata::Result<T> + Send,
+) -> PyResult<T> {
     shared.check(py)?;
     py.detach(f).map_err(|e| errors::to_py(py, e))
 }
@@ -80,11 +125,7 @@ impl Database {
             .map_err(|e| errors::to_py(py, e))?;
         let default = db.default_keyspace();
         Ok(Database {
-            shared: Arc::new(Shared {
-                db: RwLock::new(Some(db)),
-                closed: AtomicBool::new(false),
-                path: path.display().to_string(),
-            }),
+            shared: Arc::new(Shared::new(db, path.display().to_string())),
             default,
         })
     }
@@ -98,21 +139,13 @@ impl Database {
     /// True once `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.is_closed()
     }
 
     /// Flushes and closes the database; later calls on it, its keyspaces, tables,
     /// iterators and snapshots raise `ClosedError`. Closing twice does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let shared = &self.shared;
-        py.detach(|| match shared.db.write().take() {
-            Some(db) => db.close(),
-            None => Ok(()),
-        })
-        .map_err(|e| errors::to_py(py, e))
+        self.shared.close(py, Db::close)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -497,7 +530,7 @@ impl<T> Prefetch<T> {
     pub fn next(
         &mut self,
         py: Python<'_>,
-        shared: &Shared,
+        shared: &(impl Alive + ?Sized),
         fill: impl FnOnce(usize, &mut std::collections::VecDeque<T>) -> strata::Result<()> + Send,
     ) -> PyResult<Option<T>>
     where

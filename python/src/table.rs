@@ -16,7 +16,7 @@ use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
 use crate::errors;
-use crate::kv::{Prefetch, Shared, Snapshot, busy, engine};
+use crate::kv::{Alive, Prefetch, Shared, Snapshot, busy, engine};
 
 /// Runs `ingest` on `dir` (linking when `move_`) and, after a successful move, removes
 /// the source directory: the database now owns the linked files.
@@ -34,19 +34,27 @@ pub fn ingest_dir(
     Ok(report)
 }
 
-/// What a table handle knows.
-pub struct Info {
-    pub table: strata::table::Table,
-    pub fields: Vec<FieldSpec>,
+/// What a table handle knows: the engine's table (a `Table`, or a `PartitionedTable`),
+/// its fields and the positions of its primary key fields.
+pub struct Info<T = strata::table::Table> {
+    pub table: T,
+    pub fields: Arc<Vec<FieldSpec>>,
     pub pk: Vec<usize>,
 }
 
-impl Info {
-    fn pk_fields(&self) -> Vec<&FieldSpec> {
+impl<T> Info<T> {
+    /// What a handle of `table` with `schema` knows.
+    pub fn new(py: Python<'_>, table: T, schema: &Schema) -> PyResult<Arc<Info<T>>> {
+        let fields = Arc::new(field_specs(py, schema));
+        let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
+        Ok(Arc::new(Info { table, fields, pk }))
+    }
+
+    pub fn pk_fields(&self) -> Vec<&FieldSpec> {
         self.pk.iter().map(|&i| &self.fields[i]).collect()
     }
 
-    fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+    pub fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
         let fields = self.pk_fields();
         let v = key_values(py, obj, &fields, "primary key")?;
         if v.len() != fields.len() {
@@ -58,7 +66,7 @@ impl Info {
         Ok(v)
     }
 
-    fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
+    pub fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
         let mut set = Vec::with_capacity(changes.len());
         for (k, v) in changes.iter() {
             let name: String = k.extract()?;
@@ -71,11 +79,80 @@ impl Info {
     }
 }
 
+/// The conditions of a `select`: equality on the index's first fields, then a range
+/// on the next one.
+pub struct Query {
+    pub eq: Option<Vec<Value>>,
+    pub range: Option<(B<Value>, B<Value>)>,
+}
+
+impl Query {
+    /// Converts `select`'s arguments for `index` ("primary" or a secondary index of
+    /// `schema`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn parse<T>(
+        py: Python<'_>,
+        info: &Info<T>,
+        schema: &Schema,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyTuple>>,
+        bounds: &str,
+    ) -> PyResult<Query> {
+        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
+            info.pk_fields()
+        } else {
+            let def = schema
+                .index(index)
+                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
+            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
+            pos.iter().map(|&i| &info.fields[i]).collect()
+        };
+        let mut q = Query { eq: None, range: None };
+        let mut n_eq = 0;
+        if let Some(eq) = eq.filter(|e| !e.is_none()) {
+            let vals = key_values(py, eq, &key, "eq")?;
+            n_eq = vals.len();
+            q.eq = Some(vals);
+        }
+        if let Some(r) = range {
+            if r.len() != 2 {
+                return Err(errors::invalid(py, "range must be a (low, high) pair"));
+            }
+            let Some(field) = key.get(n_eq) else {
+                return Err(errors::invalid(
+                    py,
+                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
+                ));
+            };
+            let (lo_inc, hi_inc) = match bounds {
+                "[)" => (true, false),
+                "[]" => (true, true),
+                "(]" => (false, true),
+                "()" => (false, false),
+                _ => {
+                    return Err(errors::invalid(
+                        py,
+                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
+                    ));
+                }
+            };
+            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
+                if obj.is_none() {
+                    return Ok(B::Unbounded);
+                }
+                let v = to_value(py, &obj, field)?;
+                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
+            };
+            q.range = Some((end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?));
+        }
+        Ok(q)
+    }
+}
+
 fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>> {
     let schema = py.detach(|| table.schema()).map_err(|e| errors::to_py(py, e))?;
-    let fields = field_specs(py, &schema);
-    let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
-    Ok(Arc::new(Info { table, fields, pk }))
+    Info::new(py, table, &schema)
 }
 
 /// A schema argument: the text form (`"table users (id u64, name str) primary key (id)
@@ -318,52 +395,13 @@ impl Table {
     ) -> PyResult<Rows> {
         let t = &self.info.table;
         let schema = engine(py, &self.shared, || t.schema())?;
-        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
-            self.info.pk_fields()
-        } else {
-            let def = schema
-                .index(index)
-                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
-            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
-            pos.iter().map(|&i| &self.info.fields[i]).collect()
-        };
+        let q = Query::parse(py, &self.info, &schema, index, eq, range, bounds)?;
         let mut sel = t.select(index);
-        let mut n_eq = 0;
-        if let Some(eq) = eq.filter(|e| !e.is_none()) {
-            let vals = key_values(py, eq, &key, "eq")?;
-            n_eq = vals.len();
+        if let Some(vals) = q.eq {
             sel = sel.eq(vals);
         }
-        if let Some(r) = range {
-            if r.len() != 2 {
-                return Err(errors::invalid(py, "range must be a (low, high) pair"));
-            }
-            let Some(field) = key.get(n_eq) else {
-                return Err(errors::invalid(
-                    py,
-                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
-                ));
-            };
-            let (lo_inc, hi_inc) = match bounds {
-                "[)" => (true, false),
-                "[]" => (true, true),
-                "(]" => (false, true),
-                "()" => (false, false),
-                _ => {
-                    return Err(errors::invalid(
-                        py,
-                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
-                    ));
-                }
-            };
-            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
-                if obj.is_none() {
-                    return Ok(B::Unbounded);
-                }
-                let v = to_value(py, &obj, field)?;
-                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
-            };
-            sel = sel.range(end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?);
+        if let Some((lo, hi)) = q.range {
+            sel = sel.range(lo, hi);
         }
         if reverse {
             sel = sel.reverse();
@@ -385,11 +423,7 @@ impl Table {
             sel = sel.at(s);
         }
         let rows = engine(py, &self.shared, || sel.rows())?;
-        Ok(Rows {
-            shared: self.shared.clone(),
-            info: self.info.clone(),
-            rows: Mutex::new((Prefetch::new(), rows)),
-        })
+        Ok(Rows::new(self.shared.clone(), self.info.fields.clone(), rows))
     }
 
     /// Number of rows (a scan of the primary index).
@@ -576,16 +610,32 @@ impl Transaction {
     }
 }
 
+/// A select's rows as the engine streams them: one table's, or merged over partitions.
+pub type RowSource = Box<dyn Iterator<Item = strata::Result<Vec<Value>>> + Send>;
+
 /// The rows of a select, streamed as dicts. Raises `ClosedError` once the database is
 /// closed.
 #[pyclass(frozen, module = "strata")]
 pub struct Rows {
-    shared: Arc<Shared>,
-    info: Arc<Info>,
-    rows: Mutex<(Prefetch<Vec<Value>>, strata::table::Rows)>,
+    alive: Arc<dyn Alive + Send + Sync>,
+    fields: Arc<Vec<FieldSpec>>,
+    rows: Mutex<(Prefetch<Vec<Value>>, RowSource)>,
 }
 
 impl Rows {
+    /// Rows of `rows`, whose database `alive` is, converted by `fields`.
+    pub fn new(
+        alive: Arc<dyn Alive + Send + Sync>,
+        fields: Arc<Vec<FieldSpec>>,
+        rows: impl Iterator<Item = strata::Result<Vec<Value>>> + Send + 'static,
+    ) -> Rows {
+        Rows {
+            alive,
+            fields,
+            rows: Mutex::new((Prefetch::new(), Box::new(rows))),
+        }
+    }
+
     /// Up to `n` more rows, read with the GIL released.
     pub fn take(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Vec<Value>>> {
         let mut guard = busy(self.rows.try_lock())?;
@@ -597,7 +647,7 @@ impl Rows {
         if pf.done {
             return Ok(out);
         }
-        engine(py, &self.shared, || {
+        engine(py, &self.alive, || {
             while out.len() < n {
                 match it.next() {
                     Some(r) => out.push(r?),
@@ -619,7 +669,7 @@ impl Rows {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
-        let row = pf.next(py, &self.shared, |n, buf| {
+        let row = pf.next(py, &self.alive, |n, buf| {
             for _ in 0..n {
                 match it.next() {
                     Some(r) => buf.push_back(r?),
@@ -630,7 +680,7 @@ impl Rows {
         })?;
         drop(guard);
         match row {
-            Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),
+            Some(r) => Ok(Some(row_to_dict(py, &r, &self.fields)?.into_any().unbind())),
             None => Ok(None),
         }
     }
@@ -640,7 +690,7 @@ impl Rows {
         let rows = self.take(py, usize::MAX)?;
         let list = PyList::empty(py);
         for r in &rows {
-            list.append(row_to_dict(py, r, &self.info.fields)?)?;
+            list.append(row_to_dict(py, r, &self.fields)?)?;
         }
         Ok(list)
     }
@@ -649,6 +699,6 @@ impl Rows {
     /// without a Python object per cell.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rows = self.take(py, usize::MAX)?;
-        crate::columns::arrow_from_rows(py, &rows, &self.info.fields)
+        crate::columns::arrow_from_rows(py, &rows, &self.fields)
     }
 }

@@ -248,6 +248,29 @@ impl TableWriter {
     }
 }
 
+/// The primary key values of a row (a dict, or a tuple/list of all the fields when the
+/// table has fields outside its primary key) or of a key (a value, or a tuple of the
+/// key's fields), given the fields and the primary key's positions among them.
+pub fn row_or_pk(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], pk: &[usize]) -> PyResult<Vec<Value>> {
+    let is_row = obj.cast::<PyDict>().is_ok()
+        || (fields.len() > pk.len()
+            && (obj.cast::<PyTuple>().is_ok() || obj.cast::<PyList>().is_ok())
+            && obj.len()? == fields.len());
+    if is_row {
+        let row = to_row(py, obj, fields)?;
+        return Ok(pk.iter().map(|&i| row[i].clone()).collect());
+    }
+    let key: Vec<&FieldSpec> = pk.iter().map(|&i| &fields[i]).collect();
+    let v = key_values(py, obj, &key, "primary key")?;
+    if v.len() != key.len() {
+        return Err(errors::invalid(
+            py,
+            format!("primary key has {} fields, {} given", key.len(), v.len()),
+        ));
+    }
+    Ok(v)
+}
+
 /// Which of `partitions` hash partitions a row of a table belongs to, computed from the
 /// schema alone (no database), and the row's encoded primary key, whose byte order is
 /// the primary key's order.
@@ -279,26 +302,8 @@ impl Partitioner {
         })
     }
 
-    /// The primary key values of a row (a dict, or a sequence of all the fields) or of
-    /// a key (a value, or a tuple of the key's fields).
     fn pk_values(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
-        let is_row = obj.cast::<PyDict>().is_ok()
-            || (self.fields.len() > self.pk.len()
-                && (obj.cast::<PyTuple>().is_ok() || obj.cast::<PyList>().is_ok())
-                && obj.len()? == self.fields.len());
-        if is_row {
-            let row = to_row(py, obj, &self.fields)?;
-            return Ok(self.pk.iter().map(|&i| row[i].clone()).collect());
-        }
-        let fields: Vec<&FieldSpec> = self.pk.iter().map(|&i| &self.fields[i]).collect();
-        let v = key_values(py, obj, &fields, "primary key")?;
-        if v.len() != fields.len() {
-            return Err(errors::invalid(
-                py,
-                format!("primary key has {} fields, {} given", fields.len(), v.len()),
-            ));
-        }
-        Ok(v)
+        row_or_pk(py, obj, &self.fields, &self.pk)
     }
 
     fn encode(&self, values: &[Value]) -> Vec<u8> {
