@@ -7,6 +7,7 @@ mod ingest_cmds;
 mod multimap_args;
 mod multimap_cmds;
 mod rows;
+mod store;
 mod table_args;
 mod table_cmds;
 

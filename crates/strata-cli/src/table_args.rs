@@ -25,6 +25,11 @@ pub enum TableCommand {
         /// Read the schema text from this file
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
+        /// Make --db a partitioned database of N partitions (each a database of its own;
+        /// rows routed by a hash of the primary key, indexes local to each partition).
+        /// Row, select and table-ingest commands then work on it as on one database
+        #[arg(long, value_name = "N")]
+        partitions: Option<usize>,
     },
     /// List the tables
     Tables {
@@ -73,6 +78,10 @@ pub enum TableCommand {
         /// Hard-link the files into the database instead of copying them
         #[arg(long)]
         link: bool,
+        /// Into this partition of a partitioned database (files written with
+        /// `table-write --partition I --of N`, or whose rows all route to it)
+        #[arg(long, value_name = "I")]
+        partition: Option<usize>,
     },
     /// Print the row with this primary key (exit status 1 if there is none)
     RowGet {
@@ -228,6 +237,13 @@ pub struct TableWriteArgs {
     /// Sort the rows by primary key in memory first (otherwise they must come sorted)
     #[arg(long)]
     pub sort: bool,
+    /// Write only the rows of partition I of a table split into --of partitions (the
+    /// others are skipped), for `table-ingest --partition I`
+    #[arg(long, value_name = "I", requires = "of")]
+    pub partition: Option<usize>,
+    /// The number of partitions (with --partition)
+    #[arg(long, value_name = "N", requires = "partition")]
+    pub of: Option<usize>,
     /// Do not show a progress bar
     #[arg(long)]
     pub no_progress: bool,
@@ -352,7 +368,7 @@ mod tests {
         assert!(Cli::try_parse_from(["strata", "create-table"]).is_err());
         assert!(Cli::try_parse_from(["strata", "create-table", "x", "--file", "f"]).is_err());
         match parse(&["create-table", "--file", "f"]) {
-            TableCommand::CreateTable { schema, file } => {
+            TableCommand::CreateTable { schema, file, .. } => {
                 assert_eq!(schema, None);
                 assert_eq!(file, Some(PathBuf::from("f")));
             }

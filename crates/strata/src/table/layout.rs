@@ -129,6 +129,25 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The layout of `schema` in no database (keyspace ids are placeholders): for
+    /// encoding rows and keys outside a database, as a [`TableWriter`](super::writer::TableWriter)
+    /// or a router does.
+    pub fn detached(schema: &Schema) -> Result<Layout> {
+        Layout::new(&TableDef {
+            primary: 0,
+            indexes: schema
+                .indexes
+                .iter()
+                .map(|ix| super::catalog::IndexEntry {
+                    name: ix.name.clone(),
+                    keyspace: 0,
+                    building: false,
+                })
+                .collect(),
+            schema: schema.clone(),
+        })
+    }
+
     /// Resolves a catalog definition.
     pub fn new(def: &TableDef) -> Result<Layout> {
         let schema = def.schema.clone();

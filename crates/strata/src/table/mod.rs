@@ -42,6 +42,7 @@ mod ingest;
 pub(crate) mod layer;
 pub mod layout;
 mod locks;
+pub mod partitioned;
 pub mod schema;
 pub mod select;
 pub(crate) mod state;

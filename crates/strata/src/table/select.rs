@@ -212,7 +212,10 @@ impl Rows {
         }
     }
 
-    fn step(&mut self) -> Result<Option<Row>> {
+    /// The next row with the key of the index entry it was found by (index fields ++
+    /// primary key, or the primary key): the index order, which merges of several
+    /// partitions' rows follow.
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Row)>> {
         loop {
             let Some(scan) = self.scan.as_mut() else {
                 return Ok(None);
@@ -225,7 +228,7 @@ impl Rows {
             let Some(entry) = next else { return Ok(None) };
             let (key, seq, value) = entry?;
             let Some(ix) = &self.ix else {
-                return Ok(Some(self.layout.decode(&value)?));
+                return Ok(Some((key, self.layout.decode(&value)?)));
             };
             let (ikey, pk) = self.layout.split_secondary(ix, &key)?;
             let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
@@ -240,7 +243,7 @@ impl Rows {
                     if let Some(c) = &self.counters {
                         add(&c.hits, 1);
                     }
-                    return Ok(Some(r));
+                    return Ok(Some((key, r)));
                 }
                 None => {
                     if let Some(c) = &self.counters {
@@ -252,10 +255,9 @@ impl Rows {
     }
 }
 
-impl Iterator for Rows {
-    type Item = Result<Row>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Rows {
+    /// Like [`Iterator::next`], with each row's index entry key (see `step`).
+    pub(crate) fn next_keyed(&mut self) -> Option<Result<(Vec<u8>, Row)>> {
         if self.left == Some(0) {
             return None;
         }
@@ -275,5 +277,13 @@ impl Iterator for Rows {
                 Some(Err(e))
             }
         }
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_keyed().map(|r| r.map(|(_, row)| row))
     }
 }
