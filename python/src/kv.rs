@@ -298,12 +298,12 @@ impl Database {
     /// Creates a table. `schema` is the text form, e.g. `"table users (id u64, name
     /// str, age i64) primary key (id) index by_age (age) deferred"`, or a dict (see
     /// docs/python.md).
-    fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<crate::table::Table> {
+    fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<Py<crate::table::Table>> {
         crate::table::create(py, &self.shared, schema)
     }
 
     /// The existing table `name` (`NotFoundError` if there is none).
-    fn table(&self, py: Python<'_>, name: &str) -> PyResult<crate::table::Table> {
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<Py<crate::table::Table>> {
         crate::table::open(py, &self.shared, name)
     }
 

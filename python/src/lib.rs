@@ -3,7 +3,7 @@
 //! The Python package `strata` (in `python/strata/`) re-exports these classes and adds
 //! `strata.open` and the exception classes. What each Rust module owns:
 //! `kv` the database, keyspaces, batches, snapshots and scans (and the lifetime and
-//! locking rules every object follows); `table` tables, transactions and selects;
+//! locking rules every object follows); `table` tables, transactions and selects; `partitioned` partitioned databases and tables;
 //! `writer` table files built outside a database and hash partitioning; `convert` Python values to engine values and back; `columns` Arrow column buffers;
 //! `options` the keyword options of `open`; `report` engine reports as dicts; `errors`
 //! engine errors as Python exceptions.
@@ -18,6 +18,7 @@ mod convert;
 mod errors;
 mod kv;
 mod options;
+mod partitioned;
 mod report;
 mod table;
 mod writer;
@@ -31,7 +32,10 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kv::WriteBatch>()?;
     m.add_class::<kv::Snapshot>()?;
     m.add_class::<kv::Scan>()?;
+    m.add_class::<table::TableBase>()?;
     m.add_class::<table::Table>()?;
+    m.add_class::<partitioned::PartitionedDatabase>()?;
+    m.add_class::<partitioned::PartitionedTable>()?;
     m.add_class::<table::Transaction>()?;
     m.add_class::<table::Rows>()?;
     m.add_class::<writer::TableWriter>()?;

@@ -132,10 +132,14 @@ pub fn ingest<'py>(py: Python<'py>, r: &strata::IngestReport) -> PyResult<Bound<
         let fd = PyDict::new(py);
         fd.set_item("source", f.source.display().to_string())?;
         fd.set_item("keyspace", &f.keyspace)?;
-        fd.set_item("number", f.number)?;
-        fd.set_item("level", f.level)?;
-        fd.set_item("entries", f.entries)?;
-        fd.set_item("bytes", f.bytes)?;
+        for (k, v) in [
+            ("number", f.number),
+            ("level", u64::from(f.level)),
+            ("entries", f.entries),
+            ("bytes", f.bytes),
+        ] {
+            fd.set_item(k, v)?;
+        }
         fd.set_item("linked", f.linked)?;
         bytes += f.bytes;
         files.append(fd)?;

@@ -25,13 +25,25 @@ pub fn ingest_dir(
     move_: bool,
     ingest: impl FnOnce(&std::path::Path, strata::IngestOptions) -> strata::Result<strata::IngestReport>,
 ) -> strata::Result<strata::IngestReport> {
-    let mut opts = strata::IngestOptions::default();
-    opts.link_files = move_;
-    let report = ingest(dir, opts)?;
+    let report = ingest(dir, strata::IngestOptions { link_files: move_ })?;
     if move_ {
         std::fs::remove_dir_all(dir).map_err(|e| strata::Error::io(dir, e))?;
     }
     Ok(report)
+}
+
+/// The primary key values of `obj` (a value, or a tuple of the key's fields), given the
+/// fields and the primary key's positions among them.
+pub fn pk_values(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], pk: &[usize]) -> PyResult<Vec<Value>> {
+    let key: Vec<&FieldSpec> = pk.iter().map(|&i| &fields[i]).collect();
+    let v = key_values(py, obj, &key, "primary key")?;
+    if v.len() != key.len() {
+        return Err(errors::invalid(
+            py,
+            format!("primary key has {} fields, {} given", key.len(), v.len()),
+        ));
+    }
+    Ok(v)
 }
 
 /// What a table handle knows: the engine's table (a `Table`, or a `PartitionedTable`),
@@ -55,15 +67,7 @@ impl<T> Info<T> {
     }
 
     pub fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
-        let fields = self.pk_fields();
-        let v = key_values(py, obj, &fields, "primary key")?;
-        if v.len() != fields.len() {
-            return Err(errors::invalid(
-                py,
-                format!("primary key has {} fields, {} given", fields.len(), v.len()),
-            ));
-        }
-        Ok(v)
+        pk_values(py, obj, &self.fields, &self.pk)
     }
 
     pub fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
@@ -76,6 +80,232 @@ impl<T> Info<T> {
             set.push((name, to_value(py, &v, f)?));
         }
         Ok(set)
+    }
+}
+
+/// The engine table behind a table object: one database's, or a partitioned one's
+/// (each statement routed to the row's partition).
+pub enum Handle {
+    One(strata::table::Table),
+    Parts(Box<strata::PartitionedTable>),
+}
+
+/// `$call` on the handle's table, whichever kind it is.
+macro_rules! dispatch {
+    ($handle:expr, $t:ident => $call:expr) => {
+        match $handle {
+            Handle::One($t) => $call,
+            Handle::Parts($t) => $call,
+        }
+    };
+}
+
+/// Applies a [`Query`], `reverse` and `limit` to a select builder: a table's `Select`
+/// or a partitioned table's, which have the same methods.
+macro_rules! query_select {
+    ($sel:expr, $q:expr, $reverse:expr, $limit:expr) => {{
+        let (q, mut sel) = ($q, $sel);
+        if let Some(vals) = q.eq {
+            sel = sel.eq(vals);
+        }
+        if let Some((lo, hi)) = q.range {
+            sel = sel.range(lo, hi);
+        }
+        if $reverse {
+            sel = sel.reverse();
+        }
+        if let Some(n) = $limit {
+            sel = sel.limit(n);
+        }
+        sel
+    }};
+}
+
+impl Handle {
+    fn name(&self) -> &str {
+        dispatch!(self, t => t.name())
+    }
+
+    fn schema(&self) -> strata::Result<Schema> {
+        dispatch!(self, t => t.schema())
+    }
+
+    fn insert(&self, row: Vec<Value>) -> strata::Result<()> {
+        dispatch!(self, t => t.insert(row))
+    }
+
+    fn replace(&self, row: Vec<Value>) -> strata::Result<()> {
+        dispatch!(self, t => t.replace(row))
+    }
+
+    fn delete(&self, pk: &[Value]) -> strata::Result<()> {
+        dispatch!(self, t => t.delete(pk))
+    }
+
+    fn update(&self, pk: &[Value], set: &[(&str, Value)]) -> strata::Result<bool> {
+        dispatch!(self, t => t.update(pk, set))
+    }
+
+    fn get(&self, pk: &[Value]) -> strata::Result<Option<Vec<Value>>> {
+        dispatch!(self, t => t.get(pk))
+    }
+
+    fn count(&self) -> strata::Result<u64> {
+        match self {
+            Handle::One(t) => t.count(),
+            Handle::Parts(t) => t.select(strata::table::select::PRIMARY).count(),
+        }
+    }
+}
+
+/// What `Table` and `PartitionedTable` share (their Python base class): the name,
+/// fields and schema, and the statements on one row.
+#[pyclass(subclass, frozen, module = "strata", name = "TableBase")]
+pub struct TableBase {
+    alive: Arc<dyn Alive + Send + Sync>,
+    info: Arc<Info<Handle>>,
+}
+
+impl TableBase {
+    /// The base of a table object whose other part knows `info`.
+    pub fn new<T>(alive: Arc<dyn Alive + Send + Sync>, table: Handle, info: &Info<T>) -> TableBase {
+        TableBase {
+            alive,
+            info: Arc::new(Info {
+                table,
+                fields: info.fields.clone(),
+                pk: info.pk.clone(),
+            }),
+        }
+    }
+}
+
+#[pymethods]
+impl TableBase {
+    /// The table name.
+    #[getter]
+    fn name(&self) -> String {
+        self.info.table.name().to_string()
+    }
+
+    /// Field names, in row order.
+    #[getter]
+    fn fields(&self) -> Vec<String> {
+        self.info.fields.iter().map(|f| f.text.clone()).collect()
+    }
+
+    /// The schema in its text form.
+    #[getter]
+    fn schema(&self, py: Python<'_>) -> PyResult<String> {
+        let t = &self.info.table;
+        Ok(engine(py, &self.alive, || t.schema())?.to_string())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<strata.{} {:?}>",
+            match self.info.table {
+                Handle::One(_) => "Table",
+                Handle::Parts(_) => "PartitionedTable",
+            },
+            self.info.table.name()
+        )
+    }
+
+    /// Inserts a row; `IntegrityError` if its primary key (or a unique key) exists.
+    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        engine(py, &self.alive, || self.info.table.insert(r))
+    }
+
+    /// Inserts the row, or overwrites the row with the same primary key.
+    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        engine(py, &self.alive, || self.info.table.replace(r))
+    }
+
+    /// Deletes the row with primary key `pk` (a value, or a tuple for a composite key);
+    /// no error if there is none.
+    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = self.info.pk(py, pk)?;
+        engine(py, &self.alive, || self.info.table.delete(&k))
+    }
+
+    /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
+    /// False when there is no such row.
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let k = self.info.pk(py, pk)?;
+        let set = self.info.changes(py, changes)?;
+        engine(py, &self.alive, || {
+            let refs: Vec<(&str, Value)> = set.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+            self.info.table.update(&k, &refs)
+        })
+    }
+
+    /// The row with primary key `pk` as a dict, or `default`.
+    #[pyo3(signature = (pk, default=None))]
+    fn get(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = self.info.pk(py, pk)?;
+        match engine(py, &self.alive, || self.info.table.get(&k))? {
+            Some(row) => Ok(row_to_dict(py, &row, &self.info.fields)?.into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Rows through `index` ("primary" or a secondary index): equality on the first
+    /// fields (`eq`, a value or a tuple), then a range `(low, high)` on the next one
+    /// (`None` = unbounded; `bounds` "[)" by default, or "[]", "(]", "()"), ascending
+    /// or `reverse`, at most `limit`, at `snapshot` (not on a partitioned table, whose
+    /// snapshot would be one per partition, not one cut). A lazy iterator of dicts; on
+    /// a partitioned table every partition's rows merged in index order (ties by
+    /// primary key).
+    #[pyo3(signature = (index="primary", eq=None, range=None, bounds="[)", reverse=false, limit=None, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        py: Python<'_>,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyTuple>>,
+        bounds: &str,
+        reverse: bool,
+        limit: Option<u64>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Rows> {
+        let schema = engine(py, &self.alive, || self.info.table.schema())?;
+        let q = Query::parse(py, &self.info, &schema, index, eq, range, bounds)?;
+        let rows: RowSource = match &self.info.table {
+            Handle::One(t) => {
+                let mut sel = query_select!(t.select(index), q, reverse, limit);
+                let snap = match snapshot {
+                    Some(s) => {
+                        let s = s.get();
+                        if !std::ptr::addr_eq(Arc::as_ptr(&s.shared), Arc::as_ptr(&self.alive)) {
+                            return Err(errors::invalid(py, "the snapshot belongs to another database"));
+                        }
+                        Some(s.engine_snapshot(py)?)
+                    }
+                    None => None,
+                };
+                if let Some(s) = &snap {
+                    sel = sel.at(s);
+                }
+                Box::new(engine(py, &self.alive, || sel.rows())?)
+            }
+            Handle::Parts(t) => {
+                if snapshot.is_some() {
+                    return Err(errors::invalid(py, "a partitioned table's select takes no snapshot"));
+                }
+                let sel = query_select!(t.select(index), q, reverse, limit);
+                Box::new(engine(py, &self.alive, || sel.rows())?)
+            }
+        };
+        Ok(Rows::new(self.alive.clone(), self.info.fields.clone(), rows))
+    }
+
+    /// Number of rows (a scan of the primary index, of every partition).
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        engine(py, &self.alive, || self.info.table.count())
     }
 }
 
@@ -190,22 +420,26 @@ pub fn field_specs(py: Python<'_>, schema: &Schema) -> Vec<FieldSpec> {
 }
 
 /// `Database.create_table(schema)`: `schema` as [`schema_arg`] takes it (no `Table`).
-pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Table> {
+pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Py<Table>> {
     let schema = schema_arg(py, schema, false)?;
     let t = shared.with_db(py, |db| db.create_table(schema))?;
-    Ok(Table {
-        shared: shared.clone(),
-        info: open_info(py, t)?,
-    })
+    new_table(py, shared, t)
 }
 
 /// `Database.table(name)`.
-pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str) -> PyResult<Table> {
+pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str) -> PyResult<Py<Table>> {
     let t = shared.with_db(py, |db| db.table(name))?;
-    Ok(Table {
+    new_table(py, shared, t)
+}
+
+fn new_table(py: Python<'_>, shared: &Arc<Shared>, t: strata::table::Table) -> PyResult<Py<Table>> {
+    let info = open_info(py, t.clone())?;
+    let base = TableBase::new(shared.clone(), Handle::One(t), &info);
+    let table = Table {
         shared: shared.clone(),
-        info: open_info(py, t)?,
-    })
+        info,
+    };
+    Py::new(py, PyClassInitializer::from(base).add_subclass(table))
 }
 
 /// The text form of a dict schema: `{"name": ..., "fields": {name: "u64" | "str null",
@@ -292,7 +526,7 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
 
 /// A table: rows with a primary key and secondary indexes. Rows go in as dicts (by
 /// field name) or tuples (in field order) and come out as dicts.
-#[pyclass(frozen, module = "strata")]
+#[pyclass(extends = TableBase, frozen, module = "strata")]
 pub struct Table {
     shared: Arc<Shared>,
     info: Arc<Info>,
@@ -308,130 +542,6 @@ impl Table {
 
 #[pymethods]
 impl Table {
-    /// The table name.
-    #[getter]
-    fn name(&self) -> String {
-        self.info.table.name().to_string()
-    }
-
-    /// Field names, in row order.
-    #[getter]
-    fn fields(&self) -> Vec<String> {
-        self.info.fields.iter().map(|f| f.text.clone()).collect()
-    }
-
-    /// The schema in its text form.
-    #[getter]
-    fn schema(&self, py: Python<'_>) -> PyResult<String> {
-        let t = &self.info.table;
-        Ok(engine(py, &self.shared, || t.schema())?.to_string())
-    }
-
-    fn __repr__(&self) -> String {
-        format!("<strata.Table {:?}>", self.info.table.name())
-    }
-
-    /// Inserts a row; `IntegrityError` if its primary key (or a unique key) exists.
-    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
-        let r = to_row(py, row, &self.info.fields)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.insert(r))
-    }
-
-    /// Inserts the row, or overwrites the row with the same primary key.
-    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
-        let r = to_row(py, row, &self.info.fields)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.replace(r))
-    }
-
-    /// Deletes the row with primary key `pk` (a value, or a tuple for a composite key);
-    /// no error if there is none.
-    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = self.info.pk(py, pk)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.delete(&k))
-    }
-
-    /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
-    /// False when there is no such row.
-    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
-        let k = self.info.pk(py, pk)?;
-        let set = self.info.changes(py, changes)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || {
-            let refs: Vec<(&str, Value)> = set.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-            t.update(&k, &refs)
-        })
-    }
-
-    /// The row with primary key `pk` as a dict, or `default`.
-    #[pyo3(signature = (pk, default=None))]
-    fn get(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let k = self.info.pk(py, pk)?;
-        let t = &self.info.table;
-        match engine(py, &self.shared, || t.get(&k))? {
-            Some(row) => Ok(row_to_dict(py, &row, &self.info.fields)?.into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    /// Rows through `index` ("primary" or a secondary index): equality on the first
-    /// fields (`eq`, a value or a tuple), then a range `(low, high)` on the next one
-    /// (`None` = unbounded; `bounds` "[)" by default, or "[]", "(]", "()"), ascending
-    /// or `reverse`, at most `limit`, at `snapshot`. A lazy iterator of dicts.
-    #[pyo3(signature = (index="primary", eq=None, range=None, bounds="[)", reverse=false, limit=None, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn select(
-        &self,
-        py: Python<'_>,
-        index: &str,
-        eq: Option<&Bound<'_, PyAny>>,
-        range: Option<&Bound<'_, PyTuple>>,
-        bounds: &str,
-        reverse: bool,
-        limit: Option<u64>,
-        snapshot: Option<&Bound<'_, Snapshot>>,
-    ) -> PyResult<Rows> {
-        let t = &self.info.table;
-        let schema = engine(py, &self.shared, || t.schema())?;
-        let q = Query::parse(py, &self.info, &schema, index, eq, range, bounds)?;
-        let mut sel = t.select(index);
-        if let Some(vals) = q.eq {
-            sel = sel.eq(vals);
-        }
-        if let Some((lo, hi)) = q.range {
-            sel = sel.range(lo, hi);
-        }
-        if reverse {
-            sel = sel.reverse();
-        }
-        if let Some(n) = limit {
-            sel = sel.limit(n);
-        }
-        let snap = match snapshot {
-            Some(s) => {
-                let s = s.get();
-                if !Arc::ptr_eq(&s.shared, &self.shared) {
-                    return Err(errors::invalid(py, "the snapshot belongs to another database"));
-                }
-                Some(s.engine_snapshot(py)?)
-            }
-            None => None,
-        };
-        if let Some(s) = &snap {
-            sel = sel.at(s);
-        }
-        let rows = engine(py, &self.shared, || sel.rows())?;
-        Ok(Rows::new(self.shared.clone(), self.info.fields.clone(), rows))
-    }
-
-    /// Number of rows (a scan of the primary index).
-    fn count(&self, py: Python<'_>) -> PyResult<u64> {
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.count())
-    }
-
     /// Replaces every row of `rows` (an iterable of dicts or tuples, or a
     /// `pyarrow.Table`) in one atomic transaction; returns the number of rows.
     fn replace_many(&self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<usize> {

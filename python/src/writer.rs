@@ -18,7 +18,7 @@ use strata::table::schema::{KeyType, Schema};
 use strata::table::value::Value;
 use strata::table::writer::{TableFiles, TableWriterOptions};
 
-use crate::convert::{FieldSpec, key_values, to_row};
+use crate::convert::{FieldSpec, to_row};
 use crate::errors;
 use crate::kv::busy;
 use crate::table::{field_specs, schema_arg};
@@ -75,8 +75,10 @@ impl TableWriter {
 
 #[pymethods]
 impl TableWriter {
-    /// `TableWriter(schema, directory, sort_memory=256 MiB)`: `schema` is a schema text,
-    /// a schema dict or a `Table`; `directory` must not exist or be empty.
+    /// `TableWriter(schema, directory, sort_memory=256 MiB, partition=None)`: `schema`
+    /// is a schema text, a schema dict or a `Table`; `directory` must not exist or be
+    /// empty. `partition=(i, n)` writes partition `i` of a table of `n` partitions: rows
+    /// of other partitions are refused, and the descriptor records it for the ingest.
     #[new]
     #[pyo3(signature = (schema, directory, **options))]
     fn new(
@@ -92,10 +94,11 @@ impl TableWriter {
                 let k: String = k.extract()?;
                 match k.as_str() {
                     "sort_memory" => opts.sort_memory = v.extract()?,
+                    "partition" => opts.partition = v.extract::<Option<(usize, usize)>>()?,
                     _ => {
                         return Err(errors::invalid(
                             py,
-                            format!("unknown TableWriter option {k:?} (known: sort_memory)"),
+                            format!("unknown TableWriter option {k:?} (known: sort_memory, partition)"),
                         ));
                     }
                 }
@@ -231,18 +234,17 @@ impl TableWriter {
 
     /// Finishes the writer when the block raised nothing (and it is still open), else
     /// discards it.
-    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    #[pyo3(signature = (exc_type=None, *_rest))]
     fn __exit__(
         &self,
         py: Python<'_>,
         exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
+        _rest: &Bound<'_, PyTuple>,
     ) -> PyResult<bool> {
-        if exc_type.is_some_and(|t| !t.is_none()) {
-            self.discard(py)?;
-        } else if matches!(busy(self.state.try_lock())?.0, State::Open(_)) {
-            self.finish(py)?;
+        match exc_type {
+            Some(t) if !t.is_none() => self.discard(py)?,
+            _ if matches!(busy(self.state.try_lock())?.0, State::Open(_)) => drop(self.finish(py)?),
+            _ => {}
         }
         Ok(false)
     }
@@ -260,15 +262,7 @@ pub fn row_or_pk(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], p
         let row = to_row(py, obj, fields)?;
         return Ok(pk.iter().map(|&i| row[i].clone()).collect());
     }
-    let key: Vec<&FieldSpec> = pk.iter().map(|&i| &fields[i]).collect();
-    let v = key_values(py, obj, &key, "primary key")?;
-    if v.len() != key.len() {
-        return Err(errors::invalid(
-            py,
-            format!("primary key has {} fields, {} given", key.len(), v.len()),
-        ));
-    }
-    Ok(v)
+    crate::table::pk_values(py, obj, fields, pk)
 }
 
 /// Which of `partitions` hash partitions a row of a table belongs to, computed from the
@@ -276,12 +270,18 @@ pub fn row_or_pk(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], p
 /// the primary key's order.
 #[pyclass(frozen, module = "strata")]
 pub struct Partitioner {
-    text: String,
+    /// The schema in its text form.
+    #[pyo3(get)]
+    schema: String,
+    /// The table name.
+    #[pyo3(get)]
     table: String,
     fields: Vec<FieldSpec>,
     pk: Vec<usize>,
     types: Vec<KeyType>,
-    count: usize,
+    /// The number of partitions.
+    #[pyo3(get)]
+    partitions: usize,
 }
 
 impl Partitioner {
@@ -293,12 +293,12 @@ impl Partitioner {
             .map(|&i| (schema.fields[i].ty, schema.fields[i].nullable))
             .collect();
         Ok(Partitioner {
-            text: schema.to_string(),
+            schema: schema.to_string(),
             table: schema.name.clone(),
             fields: field_specs(py, schema),
             pk,
             types,
-            count,
+            partitions: count,
         })
     }
 
@@ -322,24 +322,6 @@ impl Partitioner {
         Partitioner::from_schema(py, &schema, partitions)
     }
 
-    /// The number of partitions.
-    #[getter]
-    fn partitions(&self) -> usize {
-        self.count
-    }
-
-    /// The schema in its text form.
-    #[getter]
-    fn schema(&self) -> String {
-        self.text.clone()
-    }
-
-    /// The table name.
-    #[getter]
-    fn table(&self) -> String {
-        self.table.clone()
-    }
-
     /// Field names, in row order.
     #[getter]
     fn fields(&self) -> Vec<String> {
@@ -358,12 +340,12 @@ impl Partitioner {
     /// or a tuple of the key's fields).
     fn partition_of(&self, py: Python<'_>, row_or_pk: &Bound<'_, PyAny>) -> PyResult<usize> {
         let v = self.pk_values(py, row_or_pk)?;
-        Ok(HashFn::Fnv1aFmix64.partition(&self.encode(&v), self.count))
+        Ok(HashFn::Fnv1aFmix64.partition(&self.encode(&v), self.partitions))
     }
 
     /// The partition of an encoded primary key (as `key` returns it).
     fn partition_of_key(&self, key: &[u8]) -> usize {
-        HashFn::Fnv1aFmix64.partition(key, self.count)
+        HashFn::Fnv1aFmix64.partition(key, self.partitions)
     }
 
     /// `(key, row)` for each row of `rows` (tuples in field order or dicts), the row as
@@ -387,10 +369,10 @@ impl Partitioner {
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String, usize))> {
         let me = slf.get();
-        Ok((slf.get_type().into_any(), (me.text.clone(), me.count)))
+        Ok((slf.get_type().into_any(), (me.schema.clone(), me.partitions)))
     }
 
     fn __repr__(&self) -> String {
-        format!("<strata.Partitioner {} partitions: {}>", self.count, self.text)
+        format!("<strata.Partitioner {} partitions: {}>", self.partitions, self.schema)
     }
 }

@@ -32,11 +32,14 @@ from ._strata import (
     OPTIONS,
     Database,
     Keyspace,
+    PartitionedDatabase,
+    PartitionedTable,
     Partitioner,
     Rows,
     Scan,
     Snapshot,
     Table,
+    TableBase,
     TableWriter,
     Transaction,
     WriteBatch,
@@ -53,8 +56,23 @@ def open(path: str | os.PathLike[str], **options: Any) -> Database:
     return Database(path, **options)
 
 
+def open_partitioned(
+    path: str | os.PathLike[str], partitions: int | None = None, **options: Any
+) -> PartitionedDatabase:
+    """Opens the directory ``path`` of hash-partitioned tables, creating it with
+    ``partitions`` partitions if missing (required then; checked against the directory
+    when given). Use it as a context manager. ``options`` are ``open``'s, applied to
+    every partition. See docs/python.md.
+    """
+    return PartitionedDatabase(path, partitions, **options)
+
+
 __all__ = [
     "open",
+    "open_partitioned",
+    "PartitionedDatabase",
+    "PartitionedTable",
+    "TableBase",
     "OPTIONS",
     "Database",
     "Keyspace",

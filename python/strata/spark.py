@@ -85,7 +85,7 @@ def _attempt() -> int:
 
 
 def _build_task(
-    schema: str, staging_dir: str, sort_memory: int | None
+    schema: str, partitions: int, staging_dir: str, sort_memory: int | None
 ) -> Callable[[int, Iterator[tuple[bytes, tuple[Any, ...]]]], Iterator[BuiltPartition]]:
     """The function each task runs on its sorted ``(key, row)`` pairs."""
 
@@ -98,7 +98,9 @@ def _build_task(
         directory = os.path.join(staging_dir, f"part-{index:05}-{_attempt()}")
         if os.path.exists(directory):
             shutil.rmtree(directory)  # an earlier run's attempt of the same number
-        options = {} if sort_memory is None else {"sort_memory": sort_memory}
+        options: dict[str, Any] = {"partition": (index, partitions)}
+        if sort_memory is not None:
+            options["sort_memory"] = sort_memory
         with TableWriter(schema, directory, **options) as w:
             w.add_many(row for _, row in itertools.chain([first], pairs))
             desc = w.finish()
@@ -134,7 +136,7 @@ def build_files(
     pairs = df.select(*partitioner.fields).rdd.mapPartitions(_keyed(partitioner))
     built = (
         pairs.repartitionAndSortWithinPartitions(partitions, of_key)
-        .mapPartitionsWithIndex(_build_task(text, staging_dir, sort_memory))
+        .mapPartitionsWithIndex(_build_task(text, partitions, staging_dir, sort_memory))
         .collect()
     )
     out = sorted(built, key=lambda b: b.partition)
