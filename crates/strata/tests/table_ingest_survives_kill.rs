@@ -110,7 +110,7 @@ fn run_child(dir: &Path, files: &Path, delay: Option<Duration>) -> Option<u64> {
     let mut done = None;
     let mut ready = false;
     // (The test harness may print "test ingest_crash_child ... " before the first line.)
-    let mut take = |line: &str, ready: &mut bool, done: &mut Option<u64>| {
+    let take = |line: &str, ready: &mut bool, done: &mut Option<u64>| {
         if line.contains("READY") {
             *ready = true;
         }
