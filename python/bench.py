@@ -216,16 +216,34 @@ def make_values(n: int, size: int, seed: int) -> list[bytes]:
     return [blob[(i % 64) * size : (i % 64 + 1) * size] for i in range(n)]
 
 
-class StrataKV:
-    name = "strata"
+class DictLikeKV:
+    """What the Strata and rocksdict sides share: a ``db`` whose ``put``, ``get`` and
+    ``close`` are one call each."""
 
-    def __init__(self, path: str) -> None:
-        self.db = strata.open(path, **KV_STRATA)
+    db: Any
 
     def fill(self, keys: list[bytes], values: list[bytes]) -> None:
         put = self.db.put
         for k, v in zip(keys, values):
             put(k, v)
+
+    def read(self, keys: list[bytes]) -> int:
+        get = self.db.get
+        found = 0
+        for k in keys:
+            if get(k) is not None:
+                found += 1
+        return found
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class StrataKV(DictLikeKV):
+    name = "strata"
+
+    def __init__(self, path: str) -> None:
+        self.db = strata.open(path, **KV_STRATA)
 
     def fill_batch(self, keys: list[bytes], values: list[bytes], n: int) -> None:
         db = self.db
@@ -238,25 +256,14 @@ class StrataKV:
     def settle(self) -> None:
         self.db.flush()
 
-    def read(self, keys: list[bytes]) -> int:
-        get = self.db.get
-        found = 0
-        for k in keys:
-            if get(k) is not None:
-                found += 1
-        return found
-
     def scan(self) -> int:
         n = 0
         for _ in self.db.scan():
             n += 1
         return n
 
-    def close(self) -> None:
-        self.db.close()
 
-
-class RocksKV:
+class RocksKV(DictLikeKV):
     name = "rocksdict"
 
     def __init__(self, path: str) -> None:
@@ -264,11 +271,6 @@ class RocksKV:
 
         self.rd = rocksdict
         self.db = rocksdict.Rdict(path, rocksdict.Options(raw_mode=True))
-
-    def fill(self, keys: list[bytes], values: list[bytes]) -> None:
-        put = self.db.put
-        for k, v in zip(keys, values):
-            put(k, v)
 
     def fill_batch(self, keys: list[bytes], values: list[bytes], n: int) -> None:
         db = self.db
@@ -282,22 +284,11 @@ class RocksKV:
     def settle(self) -> None:
         self.db.flush(True)
 
-    def read(self, keys: list[bytes]) -> int:
-        get = self.db.get
-        found = 0
-        for k in keys:
-            if get(k) is not None:
-                found += 1
-        return found
-
     def scan(self) -> int:
         n = 0
         for _ in self.db.items():
             n += 1
         return n
-
-    def close(self) -> None:
-        self.db.close()
 
 
 class SqliteKV:

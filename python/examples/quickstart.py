@@ -60,6 +60,26 @@ def table_example(path: str) -> None:
         assert report["ok"], report["problems"]
 
 
+def multimap_example(path: str) -> None:
+    with strata.open(path) as db:
+        follows = db.multimap("follows")  # created if missing; create=False to only open
+        follows.put(b"ann", b"bob")
+        follows.put(b"ann", b"cid")
+        follows.put(b"ann", b"bob")  # already there: nothing changes
+        assert list(follows.get(b"ann")) == [b"bob", b"cid"]
+        assert list(follows.get(b"ann", reverse=True)) == [b"cid", b"bob"]
+        assert list(follows.get(b"ann", start=b"c")) == [b"cid"]  # from a value on
+        assert follows.contains(b"ann", b"cid")
+        follows.delete(b"ann", b"cid")
+        with db.batch() as batch:  # atomic with the batch's other writes
+            follows.put(b"dan", b"ann", batch=batch)
+            batch.put(b"user:dan", b"Dan")
+        with db.snapshot() as snap:
+            follows.delete_all(b"ann")  # every value, one range tombstone
+            assert list(follows.get(b"ann", snapshot=snap)) == [b"bob"]
+            assert not follows.contains(b"ann", b"bob")
+
+
 def threads_example(path: str) -> None:
     with strata.open(path) as db:
 
@@ -76,6 +96,6 @@ def threads_example(path: str) -> None:
 
 
 if __name__ == "__main__":
-    for example in (kv_example, table_example, threads_example):
+    for example in (kv_example, table_example, multimap_example, threads_example):
         example(tempfile.mkdtemp())
     print("examples ok")

@@ -22,6 +22,7 @@ use strata::{Db, Keyspace as EngineKeyspace};
 
 use crate::convert::{bound_arg, bytes_arg};
 use crate::errors;
+use crate::pending::Pending;
 
 /// What every object of one open database shares: a `Db`, or a `PartitionedDb` for
 /// `strata.open_partitioned`.
@@ -95,6 +96,19 @@ impl<D: Send + Sync> Shared<D> {
     }
 }
 
+impl Shared<Db> {
+    /// The engine keyspace `name`, created when missing and `create` is true.
+    pub fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<EngineKeyspace> {
+        self.with_db(py, |db| {
+            if create {
+                db.keyspace_or_create(name)
+            } else {
+                db.keyspace(name)
+            }
+        })
+    }
+}
+
 /// Runs `f` with the GIL released and maps its error.
 pub fn engine<T: Send>(
     py: Python<'_>,
@@ -105,6 +119,104 @@ pub fn engine<T: Send>(
     py.detach(f).map_err(|e| errors::to_py(py, e))
 }
 
+/// A class's one `#[pymethods]` block (PyO3 allows one per class): its own methods, and
+/// the methods several classes share, written once here:
+/// * `key_value: field, " of ..."`: the key-value methods of `Database` (on its default
+///   keyspace) and `Keyspace`, on the engine keyspace `self.field`; the text ends their
+///   docstrings;
+/// * `with_block: |this, py, exc_type| exit`: `__enter__` returning the object, and
+///   `__exit__` running `exit` (a `PyResult<()>`) and returning False (exceptions of the
+///   block propagate).
+macro_rules! methods {
+    (
+        $class:ident,
+        $(key_value: $ks:ident, $of:literal,)?
+        $(with_block: |$this:ident, $py:ident, $exc_type:ident| $exit:expr,)?
+        { $($own:tt)* }
+    ) => {
+        #[pymethods]
+        impl $class {
+            $($own)*
+
+            $(
+                #[doc = concat!("Sets `key` to `value`", $of, ".")]
+                fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+                    put(py, &self.shared, &self.$ks, key, value)
+                }
+
+                #[doc = concat!("The value of `key`", $of, ", or `default`.")]
+                #[pyo3(signature = (key, default=None))]
+                fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+                    get(py, &self.shared, &self.$ks, key, default)
+                }
+
+                #[doc = concat!("Deletes `key`", $of, " (no error if absent).")]
+                fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+                    delete(py, &self.shared, &self.$ks, key)
+                }
+
+                #[doc = concat!("Deletes every key in `[start, end)`", $of, ".")]
+                fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+                    delete_range(py, &self.shared, &self.$ks, start, end)
+                }
+
+                fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                    getitem(py, &self.shared, &self.$ks, key)
+                }
+
+                fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+                    put(py, &self.shared, &self.$ks, key, value)
+                }
+
+                fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+                    delete(py, &self.shared, &self.$ks, key)
+                }
+
+                fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+                    contains(py, &self.shared, &self.$ks, key)
+                }
+
+                #[doc = concat!("A lazy iterator of `(key, value)` over `[start, end)`", $of)]
+                #[doc = " (`None` = unbounded), ascending, or descending with `reverse=True`."]
+                #[pyo3(signature = (start=None, end=None, reverse=false))]
+                fn scan(
+                    slf: &Bound<'_, Self>,
+                    start: Option<&Bound<'_, PyAny>>,
+                    end: Option<&Bound<'_, PyAny>>,
+                    reverse: bool,
+                ) -> PyResult<Scan> {
+                    let this = slf.get();
+                    scan(slf.py(), &this.shared, &this.$ks, None, start, end, reverse, false)
+                }
+
+                #[doc = concat!("Iterates over the keys", $of, " in order.")]
+                fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
+                    scan(py, &self.shared, &self.$ks, None, None, None, false, true)
+                }
+            )?
+
+            $(
+                fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+                    slf
+                }
+
+                #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+                fn __exit__(
+                    slf: &Bound<'_, Self>,
+                    exc_type: Option<&Bound<'_, PyAny>>,
+                    _exc: Option<&Bound<'_, PyAny>>,
+                    _tb: Option<&Bound<'_, PyAny>>,
+                ) -> PyResult<bool> {
+                    let ($this, $py, $exc_type) = (slf.get(), slf.py(), exc_type);
+                    $exit?;
+                    Ok(false)
+                }
+            )?
+        }
+    };
+}
+pub(crate) use methods;
+
 /// An open database: the default keyspace's key-value API, plus keyspaces, batches,
 /// snapshots and tables. Use `strata.open(path, **options)`.
 #[pyclass(frozen, module = "strata")]
@@ -113,8 +225,11 @@ pub struct Database {
     default: EngineKeyspace,
 }
 
-#[pymethods]
-impl Database {
+methods!(
+    Database,
+    key_value: default, " of the default keyspace",
+    with_block: |this, py, _exc_type| this.close(py),
+{
     #[new]
     #[pyo3(signature = (path, **options))]
     fn new(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
@@ -148,22 +263,6 @@ impl Database {
         self.shared.close(py, Db::close)
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (_exc_type=None, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
     fn __repr__(&self) -> String {
         format!(
             "<strata.Database {:?}{}>",
@@ -172,75 +271,21 @@ impl Database {
         )
     }
 
-    /// Sets `key` to `value` in the default keyspace.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        put(py, &self.shared, &self.default, key, value)
-    }
-
-    /// The value of `key` in the default keyspace, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        get(py, &self.shared, &self.default, key, default)
-    }
-
-    /// Deletes `key` from the default keyspace (no error if absent).
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete(py, &self.shared, &self.default, key)
-    }
-
-    /// Deletes every key in `[start, end)` of the default keyspace.
-    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete_range(py, &self.shared, &self.default, start, end)
-    }
-
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        getitem(py, &self.shared, &self.default, key)
-    }
-
-    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        put(py, &self.shared, &self.default, key, value)
-    }
-
-    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete(py, &self.shared, &self.default, key)
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        contains(py, &self.shared, &self.default, key)
-    }
-
-    /// A lazy iterator of `(key, value)` over `[start, end)` of the default keyspace
-    /// (`None` = unbounded), ascending, or descending with `reverse=True`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn scan(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Scan> {
-        scan(py, &self.shared, &self.default, None, start, end, reverse, false)
-    }
-
-    /// Iterates over the keys of the default keyspace in order.
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
-        scan(py, &self.shared, &self.default, None, None, None, false, true)
-    }
-
     /// The keyspace `name`, created when missing and `create` is true.
     #[pyo3(signature = (name, create=true))]
     fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<Keyspace> {
-        let ks = self.shared.with_db(py, |db| {
-            if create {
-                db.keyspace_or_create(name)
-            } else {
-                db.keyspace(name)
-            }
-        })?;
+        let ks = self.shared.keyspace(py, name, create)?;
         Ok(Keyspace {
             shared: self.shared.clone(),
             ks,
         })
+    }
+
+    /// The multimap stored in keyspace `name` (see docs/python.md), created when missing
+    /// and `create` is true.
+    #[pyo3(signature = (name, create=true))]
+    fn multimap(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<crate::multimap::MultiMap> {
+        crate::multimap::open(py, &self.shared, name, create)
     }
 
     /// Names of the keyspaces (tables' own keyspaces are left out).
@@ -265,7 +310,7 @@ impl Database {
         WriteBatch {
             shared: self.shared.clone(),
             default: self.default.clone(),
-            batch: Mutex::new(Some(strata::WriteBatch::new())),
+            batch: Pending::new(strata::WriteBatch::new(), "batch"),
         }
     }
 
@@ -326,7 +371,7 @@ impl Database {
             .with_db(py, |db| db.check(strata::table::check::CheckOptions { compact_first }))?;
         crate::report::check(py, &r)
     }
-}
+});
 
 /// A named keyspace: an independent sorted key-value tree of the database, with the
 /// same methods as the database's default keyspace.
@@ -336,8 +381,7 @@ pub struct Keyspace {
     ks: EngineKeyspace,
 }
 
-#[pymethods]
-impl Keyspace {
+methods!(Keyspace, key_value: ks, "", {
     /// The keyspace name.
     #[getter]
     fn name(&self) -> String {
@@ -347,60 +391,7 @@ impl Keyspace {
     fn __repr__(&self) -> String {
         format!("<strata.Keyspace {:?}>", self.ks.name())
     }
-
-    /// Sets `key` to `value`.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        put(py, &self.shared, &self.ks, key, value)
-    }
-
-    /// The value of `key`, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        get(py, &self.shared, &self.ks, key, default)
-    }
-
-    /// Deletes `key` (no error if absent).
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete(py, &self.shared, &self.ks, key)
-    }
-
-    /// Deletes every key in `[start, end)`.
-    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete_range(py, &self.shared, &self.ks, start, end)
-    }
-
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        getitem(py, &self.shared, &self.ks, key)
-    }
-
-    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        put(py, &self.shared, &self.ks, key, value)
-    }
-
-    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        delete(py, &self.shared, &self.ks, key)
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        contains(py, &self.shared, &self.ks, key)
-    }
-
-    /// A lazy iterator of `(key, value)` over `[start, end)`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn scan(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Scan> {
-        scan(py, &self.shared, &self.ks, None, start, end, reverse, false)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
-        scan(py, &self.shared, &self.ks, None, None, None, false, true)
-    }
-}
+});
 
 fn put(
     py: Python<'_>,
@@ -422,9 +413,15 @@ fn get(
     default: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let k = bytes_arg(key, "key")?;
-    match engine(py, shared, || ks.get(&k))? {
-        Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
-        None => Ok(default.unwrap_or_else(|| py.None())),
+    let v = engine(py, shared, || ks.get(&k))?;
+    Ok(value_or(py, v, default))
+}
+
+/// A found value as `bytes`, else `default` (`None` when not given).
+fn value_or(py: Python<'_>, v: Option<Vec<u8>>, default: Option<Py<PyAny>>) -> Py<PyAny> {
+    match v {
+        Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+        None => default.unwrap_or_else(|| py.None()),
     }
 }
 
@@ -482,6 +479,26 @@ fn scan(
         reverse,
         keys_only,
     })
+}
+
+/// The engine keyspace a `keyspace=` argument names: `default` when `None`; an
+/// `InvalidArgument` when it belongs to another database.
+fn target<'a>(
+    py: Python<'_>,
+    shared: &Arc<Shared>,
+    default: &'a EngineKeyspace,
+    ks: Option<&'a Bound<'_, Keyspace>>,
+) -> PyResult<&'a EngineKeyspace> {
+    match ks {
+        None => Ok(default),
+        Some(k) => {
+            let k = k.get();
+            if !Arc::ptr_eq(&k.shared, shared) {
+                return Err(errors::invalid(py, "the keyspace belongs to another database"));
+            }
+            Ok(&k.ks)
+        }
+    }
 }
 
 type KeyValue = (Vec<u8>, Vec<u8>);
@@ -558,6 +575,28 @@ impl<T> Prefetch<T> {
             },
         }
     }
+
+    /// [`next`](Self::next), refilling from `step` (an iterator's `next` or
+    /// `next_back`) until it ends or a run is read.
+    pub fn next_of(
+        &mut self,
+        py: Python<'_>,
+        shared: &(impl Alive + ?Sized),
+        mut step: impl FnMut() -> Option<strata::Result<T>> + Send,
+    ) -> PyResult<Option<T>>
+    where
+        T: Send,
+    {
+        self.next(py, shared, |n, buf| {
+            for _ in 0..n {
+                match step() {
+                    Some(r) => buf.push_back(r?),
+                    None => break,
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 #[pymethods]
@@ -570,16 +609,7 @@ impl Scan {
         let reverse = self.reverse;
         let mut guard = busy(self.it.try_lock())?;
         let (pf, it) = &mut *guard;
-        let item = pf.next(py, &self.shared, |n, buf| {
-            for _ in 0..n {
-                let next = if reverse { it.next_back() } else { it.next() };
-                match next {
-                    Some(r) => buf.push_back(r?),
-                    None => break,
-                }
-            }
-            Ok(())
-        })?;
+        let item = pf.next_of(py, &self.shared, || if reverse { it.next_back() } else { it.next() })?;
         Ok(match item {
             None => None,
             Some((k, v)) => {
@@ -601,37 +631,32 @@ impl Scan {
 pub struct WriteBatch {
     shared: Arc<Shared>,
     default: EngineKeyspace,
-    /// `None` once committed or discarded.
-    batch: Mutex<Option<strata::WriteBatch>>,
+    batch: Pending<strata::WriteBatch>,
 }
 
 impl WriteBatch {
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
-        match ks {
-            None => Ok(&self.default),
-            Some(k) => {
-                let k = k.get();
-                if !Arc::ptr_eq(&k.shared, &self.shared) {
-                    return Err(errors::invalid(py, "the keyspace belongs to another database"));
-                }
-                Ok(&k.ks)
-            }
-        }
+        target(py, &self.shared, &self.default, ks)
     }
 
-    fn edit(&self, py: Python<'_>, f: impl FnOnce(&mut strata::WriteBatch)) -> PyResult<()> {
-        match self.batch.lock().as_mut() {
-            Some(b) => {
-                f(b);
-                Ok(())
-            }
-            None => Err(errors::invalid(py, "the batch was already committed or discarded")),
+    /// Runs `f` on the open batch, which must belong to the database of `shared`.
+    pub fn edit_of<R>(
+        &self,
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        f: impl FnOnce(&mut strata::WriteBatch) -> R,
+    ) -> PyResult<R> {
+        if !Arc::ptr_eq(shared, &self.shared) {
+            return Err(errors::invalid(py, "the batch belongs to another database"));
         }
+        self.batch.edit(py, f)
     }
 }
 
-#[pymethods]
-impl WriteBatch {
+methods!(
+    WriteBatch,
+    with_block: |this, py, exc_type| this.batch.exit(exc_type, || this.commit(py)),
+{
     /// Adds a put of `key` (in `keyspace`, default: the default keyspace).
     #[pyo3(signature = (key, value, keyspace=None))]
     fn put(
@@ -644,7 +669,7 @@ impl WriteBatch {
         let ks = self.target(py, keyspace)?;
         let k = bytes_arg(key, "key")?;
         let v = bytes_arg(value, "value")?;
-        self.edit(py, |b| b.put(ks, &k, &v))
+        self.batch.edit(py, |b| b.put(ks, &k, &v))
     }
 
     /// Adds a delete of `key`.
@@ -652,7 +677,7 @@ impl WriteBatch {
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, keyspace: Option<&Bound<'_, Keyspace>>) -> PyResult<()> {
         let ks = self.target(py, keyspace)?;
         let k = bytes_arg(key, "key")?;
-        self.edit(py, |b| b.delete(ks, &k))
+        self.batch.edit(py, |b| b.delete(ks, &k))
     }
 
     /// Adds a delete of every key in `[start, end)`.
@@ -670,47 +695,26 @@ impl WriteBatch {
         if s >= e {
             return Err(errors::invalid(py, "delete_range needs start < end"));
         }
-        self.edit(py, |b| b.delete_range(ks, &s, &e))
+        self.batch.edit(py, |b| b.delete_range(ks, &s, &e))
     }
 
     /// Operations added so far.
     fn __len__(&self) -> usize {
-        self.batch.lock().as_ref().map_or(0, |b| b.len())
+        self.batch.len(strata::WriteBatch::len)
     }
 
     /// Writes every operation atomically; the batch cannot be used afterwards.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(b) = self.batch.lock().take() else {
-            return Err(errors::invalid(py, "the batch was already committed or discarded"));
-        };
+        let b = self.batch.take(py)?;
         self.shared.with_db(py, move |db| db.write(b))
     }
 
     /// Drops every operation without writing.
     fn discard(&self) {
-        self.batch.lock().take();
+        self.batch.discard();
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        if exc_type.is_some_and(|t| !t.is_none()) {
-            self.discard();
-        } else if self.batch.lock().is_some() {
-            self.commit(py)?;
-        }
-        Ok(false)
-    }
-}
+});
 
 /// A consistent read view at one point in time. `release()` (or leaving its `with`
 /// block) lets compaction drop the versions it kept; afterwards it raises `ClosedError`.
@@ -732,21 +736,29 @@ impl Snapshot {
     }
 
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
-        match ks {
-            None => Ok(&self.default),
-            Some(k) => {
-                let k = k.get();
-                if !Arc::ptr_eq(&k.shared, &self.shared) {
-                    return Err(errors::invalid(py, "the keyspace belongs to another database"));
-                }
-                Ok(&k.ks)
-            }
+        target(py, &self.shared, &self.default, ks)
+    }
+
+    /// The engine snapshot of a `snapshot=` argument, which must belong to the
+    /// database of `shared`; `None` reads the latest state.
+    pub fn of(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Option<strata::Snapshot>> {
+        let Some(s) = snapshot else { return Ok(None) };
+        let s = s.get();
+        if !Arc::ptr_eq(&s.shared, shared) {
+            return Err(errors::invalid(py, "the snapshot belongs to another database"));
         }
+        s.engine_snapshot(py).map(Some)
     }
 }
 
-#[pymethods]
-impl Snapshot {
+methods!(
+    Snapshot,
+    with_block: |this, _py, _exc_type| PyResult::Ok(this.release()),
+{
     /// The value of `key` (in `keyspace`) as of the snapshot, or `default`.
     #[pyo3(signature = (key, default=None, keyspace=None))]
     fn get(
@@ -759,10 +771,8 @@ impl Snapshot {
         let ks = self.target(py, keyspace)?;
         let snap = self.engine_snapshot(py)?;
         let k = bytes_arg(key, "key")?;
-        match engine(py, &self.shared, || snap.get(ks, &k))? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
+        let v = engine(py, &self.shared, || snap.get(ks, &k))?;
+        Ok(value_or(py, v, default))
     }
 
     /// A lazy iterator of `(key, value)` over `[start, end)` as of the snapshot.
@@ -790,19 +800,4 @@ impl Snapshot {
     fn release(&self) {
         self.snap.lock().take();
     }
-
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (_exc_type=None, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        _exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> bool {
-        self.release();
-        false
-    }
-}
+});

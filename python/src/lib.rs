@@ -3,13 +3,13 @@
 //! The Python package `strata` (in `python/strata/`) re-exports these classes and adds
 //! `strata.open` and the exception classes. What each Rust module owns:
 //! `kv` the database, keyspaces, batches, snapshots and scans (and the lifetime and
-//! locking rules every object follows); `table` tables, transactions and selects; `partitioned` partitioned databases and tables;
-//! `writer` table files built outside a database and hash partitioning; `convert` Python values to engine values and back; `columns` Arrow column buffers;
-//! `options` the keyword options of `open`; `report` engine reports as dicts; `errors`
-//! engine errors as Python exceptions.
-//!
-//! Multimaps (issue 22) will get their own module beside `table`, and `Database` a
-//! `create_multimap`/`multimap` pair like `create_table`/`table`.
+//! locking rules every object follows); `table` tables, transactions and selects;
+//! `partitioned` partitioned databases and tables; `writer` table files built outside a
+//! database and hash partitioning;
+//! `multimap` multimaps and their lazy values; `convert` Python values to engine values
+//! and back; `columns` Arrow column buffers; `options` the keyword options of `open`;
+//! `pending` a batch's or transaction's work until commit; `report` engine reports as
+//! dicts; `errors` engine errors as Python exceptions.
 
 #![deny(clippy::unwrap_used)]
 
@@ -17,8 +17,10 @@ mod columns;
 mod convert;
 mod errors;
 mod kv;
+mod multimap;
 mod options;
 mod partitioned;
+mod pending;
 mod report;
 mod table;
 mod writer;
@@ -40,6 +42,8 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Rows>()?;
     m.add_class::<writer::TableWriter>()?;
     m.add_class::<writer::Partitioner>()?;
+    m.add_class::<multimap::MultiMap>()?;
+    m.add_class::<multimap::Values>()?;
     m.add("OPTIONS", options::NAMES.to_vec())?;
     Ok(())
 }

@@ -52,14 +52,7 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
         match name.as_str() {
             "create_if_missing" => o.create_if_missing = flag()?,
             "error_if_exists" => o.error_if_exists = flag()?,
-            "sync" => {
-                o.sync = match text()?.as_str() {
-                    "none" => SyncPolicy::None,
-                    "every_batch" => SyncPolicy::EveryBatch,
-                    "group_commit" => SyncPolicy::GroupCommit,
-                    _ => return Err(bad("'none', 'every_batch' or 'group_commit'")),
-                }
-            }
+            "sync" => o.sync = choice(&text()?, SYNC_POLICIES).map_err(|e| bad(&e))?,
             "memtable_budget" => o.memtable_budget = int()?,
             "max_immutable_memtables" => o.max_immutable_memtables = int()?,
             "size_ratio" => o.size_ratio = float()?,
@@ -70,13 +63,7 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
             "target_file_size" => o.target_file_size = int()? as u64,
             "block_size" => o.block_size = int()?,
             "bloom_fpr" => o.bloom_fpr = float()?,
-            "compression" => {
-                o.compression = match text()?.as_str() {
-                    "none" => Compression::None,
-                    "lz4" => Compression::Lz4,
-                    _ => return Err(bad("'none' or 'lz4'")),
-                }
-            }
+            "compression" => o.compression = choice(&text()?, COMPRESSIONS).map_err(|e| bad(&e))?,
             "block_cache_bytes" => o.block_cache_bytes = int()?,
             "max_open_files" => o.max_open_files = int()?,
             "background_threads" => o.background_threads = int()?,
@@ -96,19 +83,7 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
                 o.tombstone_density_trigger = if v.is_none() { None } else { Some(float()?) }
             }
             "direct_reads" => o.direct_reads = flag()?,
-            "recovery_mode" => {
-                o.recovery_mode = match text()?.as_str() {
-                    "tolerate_corrupted_tail" => RecoveryMode::TolerateCorruptedTail,
-                    "absolute_consistency" => RecoveryMode::AbsoluteConsistency,
-                    "point_in_time" => RecoveryMode::PointInTime,
-                    "skip_any_corrupted_records" => RecoveryMode::SkipAnyCorruptedRecords,
-                    _ => {
-                        return Err(bad(
-                            "'tolerate_corrupted_tail', 'absolute_consistency', 'point_in_time' or 'skip_any_corrupted_records'",
-                        ));
-                    }
-                }
-            }
+            "recovery_mode" => o.recovery_mode = choice(&text()?, RECOVERY_MODES).map_err(|e| bad(&e))?,
             "read_only" => o.read_only = flag()?,
             _ => {
                 return Err(PyTypeError::new_err(format!(
@@ -120,4 +95,31 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
     }
     o.validate().map_err(|e| errors::to_py(py, e))?;
     Ok(o)
+}
+
+/// The values of the options that name one, by their spelling in Python.
+const SYNC_POLICIES: &[(&str, SyncPolicy)] = &[
+    ("none", SyncPolicy::None),
+    ("every_batch", SyncPolicy::EveryBatch),
+    ("group_commit", SyncPolicy::GroupCommit),
+];
+const COMPRESSIONS: &[(&str, Compression)] = &[("none", Compression::None), ("lz4", Compression::Lz4)];
+const RECOVERY_MODES: &[(&str, RecoveryMode)] = &[
+    ("tolerate_corrupted_tail", RecoveryMode::TolerateCorruptedTail),
+    ("absolute_consistency", RecoveryMode::AbsoluteConsistency),
+    ("point_in_time", RecoveryMode::PointInTime),
+    ("skip_any_corrupted_records", RecoveryMode::SkipAnyCorruptedRecords),
+];
+
+/// The value spelled `text` among `choices`; otherwise the choices as an error's
+/// "expected" text, e.g. `'none' or 'lz4'`.
+fn choice<T: Clone>(text: &str, choices: &[(&str, T)]) -> Result<T, String> {
+    if let Some((_, v)) = choices.iter().find(|(name, _)| *name == text) {
+        return Ok(v.clone());
+    }
+    let names: Vec<String> = choices.iter().map(|(name, _)| format!("'{name}'")).collect();
+    Err(match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    })
 }

@@ -16,7 +16,8 @@ use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
 use crate::errors;
-use crate::kv::{Alive, Prefetch, Shared, Snapshot, busy, engine};
+use crate::kv::{Alive, Prefetch, Shared, Snapshot, busy, engine, methods};
+use crate::pending::Pending;
 
 /// Runs `ingest` on `dir` (linking when `move_`) and, after a successful move, removes
 /// the source directory: the database now owns the linked files.
@@ -572,7 +573,7 @@ impl Table {
         Transaction {
             shared: self.shared.clone(),
             info: self.info.clone(),
-            txn: Mutex::new(Some(self.info.table.transaction())),
+            txn: Pending::new(self.info.table.transaction(), "transaction"),
         }
     }
 
@@ -625,26 +626,19 @@ impl Table {
 pub struct Transaction {
     shared: Arc<Shared>,
     info: Arc<Info>,
-    txn: Mutex<Option<strata::table::Transaction>>,
+    txn: Pending<strata::table::Transaction>,
 }
 
 impl Transaction {
     fn add(&self, py: Python<'_>, f: impl FnOnce(&mut strata::table::Transaction)) -> PyResult<()> {
-        match self.txn.lock().as_mut() {
-            Some(t) => {
-                f(t);
-                Ok(())
-            }
-            None => Err(errors::invalid(
-                py,
-                "the transaction was already committed or discarded",
-            )),
-        }
+        self.txn.edit(py, f)
     }
 }
 
-#[pymethods]
-impl Transaction {
+methods!(
+    Transaction,
+    with_block: |this, py, exc_type| this.txn.exit(exc_type, || this.commit(py).map(drop)),
+{
     /// Adds an insert (the commit fails with `IntegrityError` if the key exists).
     fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
         let r = to_row(py, row, &self.info.fields)?;
@@ -680,45 +674,21 @@ impl Transaction {
 
     /// Statements added so far.
     fn __len__(&self) -> usize {
-        self.txn.lock().as_ref().map_or(0, |t| t.len())
+        self.txn.len(strata::table::Transaction::len)
     }
 
     /// Applies every statement atomically; returns how many were applied.
     fn commit(&self, py: Python<'_>) -> PyResult<u64> {
-        let Some(t) = self.txn.lock().take() else {
-            return Err(errors::invalid(
-                py,
-                "the transaction was already committed or discarded",
-            ));
-        };
+        let t = self.txn.take(py)?;
         Ok(engine(py, &self.shared, move || t.commit())?.statements)
     }
 
     /// Drops every statement without writing.
     fn discard(&self) {
-        self.txn.lock().take();
+        self.txn.discard();
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        if exc_type.is_some_and(|t| !t.is_none()) {
-            self.discard();
-        } else if self.txn.lock().is_some() {
-            self.commit(py)?;
-        }
-        Ok(false)
-    }
-}
+});
 
 /// A select's rows as the engine streams them: one table's, or merged over partitions.
 pub type RowSource = Box<dyn Iterator<Item = strata::Result<Vec<Value>>> + Send>;
@@ -779,15 +749,7 @@ impl Rows {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
-        let row = pf.next(py, &self.alive, |n, buf| {
-            for _ in 0..n {
-                match it.next() {
-                    Some(r) => buf.push_back(r?),
-                    None => break,
-                }
-            }
-            Ok(())
-        })?;
+        let row = pf.next_of(py, &self.alive, || it.next())?;
         drop(guard);
         match row {
             Some(r) => Ok(Some(row_to_dict(py, &r, &self.fields)?.into_any().unbind())),

@@ -15,23 +15,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._errors import (
-    AlreadyExistsError,
-    BackgroundError,
-    ClosedError,
-    CorruptionError,
-    Error,
-    IntegrityError,
-    InvalidArgument,
-    IoError,
-    NotADatabaseError,
-    NotFoundError,
-    SchemaError,
-)
+from ._errors import *  # noqa: F403 (the exception classes, listed in its __all__)
+from ._errors import __all__ as _error_names
 from ._strata import (
     OPTIONS,
     Database,
     Keyspace,
+    MultiMap,
     PartitionedDatabase,
     PartitionedTable,
     Partitioner,
@@ -42,6 +32,7 @@ from ._strata import (
     TableBase,
     TableWriter,
     Transaction,
+    Values,
     WriteBatch,
 )
 
@@ -84,15 +75,7 @@ __all__ = [
     "Rows",
     "TableWriter",
     "Partitioner",
-    "Error",
-    "CorruptionError",
-    "IoError",
-    "InvalidArgument",
-    "SchemaError",
-    "IntegrityError",
-    "NotFoundError",
-    "AlreadyExistsError",
-    "NotADatabaseError",
-    "BackgroundError",
-    "ClosedError",
+    "MultiMap",
+    "Values",
 ]
+__all__ += _error_names

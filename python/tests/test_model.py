@@ -4,16 +4,13 @@ snapshots and reopens against plain dicts. STRATA_PY_EXAMPLES sets how many runs
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 import strata
+from machines import SETTINGS, DatabaseMachine
 
 KEYS = st.binary(min_size=1, max_size=2).map(lambda b: bytes(x % 4 + 97 for x in b))
 VALUES = st.binary(max_size=8)
@@ -25,21 +22,14 @@ SCHEMA = "table t (id u64, v i64, name str null) primary key (id) index by_v (v)
 Model = dict[str, dict[Any, Any]]
 
 
-class Machine(RuleBasedStateMachine):
+class Machine(DatabaseMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = tempfile.mkdtemp()
-        self.path = os.path.join(self.dir, "db")
-        self.db = strata.open(self.path, memtable_budget=64 << 10)
         self.ks = self.db.keyspace("ks")
         self.mode = "deferred"
         self.table = self.db.create_table(SCHEMA.format(mode=self.mode))
         self.model: Model = {"default": {}, "ks": {}, "rows": {}}
         self.snaps: list[tuple[strata.Snapshot, Model]] = []
-
-    def teardown(self) -> None:
-        self.db.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def space(self, which: str) -> Any:
         return self.db if which == "default" else self.ks
@@ -118,14 +108,6 @@ class Machine(RuleBasedStateMachine):
         for i, v in rows:
             self.model["rows"][i] = {"id": i, "v": v, "name": None}
 
-    @rule()
-    def flush(self) -> None:
-        self.db.flush()
-
-    @rule()
-    def compact(self) -> None:
-        self.db.compact()
-
     @precondition(lambda self: len(self.snaps) < 3)
     @rule()
     def take_snapshot(self) -> None:
@@ -176,10 +158,5 @@ class Machine(RuleBasedStateMachine):
             )
 
 
-Machine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("STRATA_PY_EXAMPLES", "25")),
-    stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+Machine.TestCase.settings = SETTINGS
 TestModel = Machine.TestCase

@@ -201,17 +201,7 @@ pub fn run(a: &IngestArgs) -> BenchResult<()> {
     if a.rows == 0 || a.batch == 0 || a.sqlite_batch == 0 {
         return Err("--rows, --batch and --sqlite-batch must be at least 1".into());
     }
-    let tmp;
-    let root = match &a.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), ".tmp")?;
     let rows = a.rows;
     eprintln!(
         "ingest benchmark: {} rows, 4 secondary indexes, in {}",

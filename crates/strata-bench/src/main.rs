@@ -16,6 +16,7 @@ mod partitions;
 mod plot;
 mod report;
 mod tiering;
+mod workdir;
 
 use clap::{Parser, Subcommand};
 

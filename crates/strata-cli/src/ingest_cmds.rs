@@ -2,7 +2,7 @@
 //! `table-ingest` for tables.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use strata::IngestOptions;
@@ -71,32 +71,16 @@ fn read_pairs(
                 push(line, k, v)?;
             }
         }
-        LoadFormat::Jsonl => {
-            let mut reader = BufReader::with_capacity(1 << 16, input);
-            let mut buf = String::new();
-            let mut line = 0u64;
-            loop {
-                buf.clear();
-                let n = reader
-                    .read_line(&mut buf)
-                    .map_err(|e| CliError::Runtime(format!("line {}: cannot read the input: {e}", line + 1)))?;
-                if n == 0 {
-                    return Ok(());
-                }
-                line += 1;
-                if buf.trim().is_empty() {
-                    continue;
-                }
-                let j: serde_json::Value =
-                    serde_json::from_str(&buf).map_err(|e| at_line(line, format!("invalid JSON: {e}")))?;
-                let field = |name: &str| match j.get(name) {
-                    Some(serde_json::Value::String(s)) => enc.decode(name, s).map_err(|e| at_line(line, e)),
-                    _ => Err(at_line(line, format!("expected an object with a string {name:?}"))),
-                };
-                let (k, v) = (field("key")?, field("value")?);
-                push(line, k, v)?;
-            }
-        }
+        LoadFormat::Jsonl => crate::lines::for_each_line(input, at_line, |line, text| {
+            let j: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| at_line(line, format!("invalid JSON: {e}")))?;
+            let field = |name: &str| match j.get(name) {
+                Some(serde_json::Value::String(s)) => enc.decode(name, s).map_err(|e| at_line(line, e)),
+                _ => Err(at_line(line, format!("expected an object with a string {name:?}"))),
+            };
+            let (k, v) = (field("key")?, field("value")?);
+            push(line, k, v)
+        }),
     }
 }
 

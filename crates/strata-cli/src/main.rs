@@ -4,6 +4,7 @@ mod args;
 mod bytes;
 mod commands;
 mod ingest_cmds;
+mod lines;
 mod multimap_args;
 mod multimap_cmds;
 mod rows;

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -738,23 +738,8 @@ pub(crate) fn read_jsonl(
     schema: &Schema,
     push: &mut dyn FnMut(u64, Row) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
-    let mut reader = BufReader::with_capacity(1 << 16, input);
-    let mut buf = Vec::new();
-    let mut line = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| LoadError::input(None, format!("cannot read the input: {e}")))?;
-        if n == 0 {
-            return Ok(());
-        }
-        line += 1;
-        let text = std::str::from_utf8(&buf).map_err(|_| LoadError::at(line, "not valid UTF-8"))?;
-        if text.trim().is_empty() {
-            continue;
-        }
+    crate::lines::for_each_line(input, LoadError::at, |line, text| {
         let row = rows::row_from_json_text(schema, text).map_err(|e| LoadError::at(line, e))?;
-        push(line, row)?;
-    }
+        push(line, row)
+    })
 }

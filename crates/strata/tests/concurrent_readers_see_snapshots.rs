@@ -3,6 +3,8 @@
 //! half-applied, that a snapshot reads the same thing every time, and that snapshots
 //! never go back in time; meanwhile flushes and compactions run on a small memtable.
 
+mod small_db;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,15 +22,10 @@ const RUN_FOR: Duration = Duration::from_secs(4);
 
 fn options() -> Options {
     Options {
-        memtable_budget: 16 << 10,
-        target_file_size: 8 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
         l0_stall_trigger: 12,
-        size_ratio: 3.0,
         background_threads: 2,
         block_cache_bytes: 256 << 10,
-        ..Options::default()
+        ..small_db::options()
     }
 }
 
@@ -236,13 +233,7 @@ fn plain_scanner(db: &Db, stop: &AtomicBool, checks: &AtomicU64) {
     while !stop.load(Ordering::Relaxed) {
         let entries: Vec<_> = db.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item");
         view_of(&entries, "db.scan");
-        let mut rev: Vec<_> = db
-            .scan(..)
-            .expect("scan")
-            .rev()
-            .collect::<Result<_, _>>()
-            .expect("scan item");
-        rev.reverse();
+        let rev = small_db::reversed(db.scan(..).expect("scan"));
         view_of(&rev, "db.scan().rev()");
         checks.fetch_add(1, Ordering::Relaxed);
     }

@@ -2,22 +2,14 @@
 //! keyspace's files leave the directory and its data never comes back; batches across
 //! keyspaces are atomic, also across a reopen.
 
+mod small_db;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use small_db::options;
 use strata::{Db, Error, Keyspace, Options, WriteBatch};
-
-fn options() -> Options {
-    Options {
-        memtable_budget: 16 << 10,
-        target_file_size: 8 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        size_ratio: 3.0,
-        ..Options::default()
-    }
-}
 
 fn key(i: usize) -> Vec<u8> {
     format!("key{i:05}").into_bytes()

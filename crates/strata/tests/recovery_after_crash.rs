@@ -10,6 +10,7 @@
 mod child;
 #[path = "fault_harness/open.rs"]
 mod open;
+mod small_db;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -74,12 +75,7 @@ fn mm_expected(t: usize, last: Option<u64>) -> BTreeMap<Vec<u8>, Vec<Vec<u8>>> {
 fn options(sync: SyncPolicy) -> Options {
     Options {
         sync,
-        memtable_budget: 16 << 10,
-        target_file_size: 8 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        size_ratio: 3.0,
-        ..Options::default()
+        ..small_db::options()
     }
 }
 

@@ -21,9 +21,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::BenchResult;
-use crate::engines::strata::MicroSettings;
 use crate::micro::workload::Workload;
 use crate::report::thousands;
+use crate::workdir::StorageArgs;
 use live::LiveKeys;
 use load::ChurnShape;
 use report::{ModeResult, Targets};
@@ -85,15 +85,8 @@ pub struct ChurnArgs {
     /// machine: the noise floor of the comparison.
     #[arg(long, value_parser = ["eager", "deferred"])]
     control: Option<String>,
-    /// Block cache bytes per database.
-    #[arg(long, default_value_t = 64 << 20)]
-    cache_size: usize,
-    /// Read SSTables with direct I/O.
-    #[arg(long)]
-    direct_reads: bool,
-    /// Parent directory of the two databases (default: a temporary one, removed).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    store: StorageArgs,
     /// JSON file with every sample.
     #[arg(long, default_value = "target/strata-bench/churn.json")]
     json: PathBuf,
@@ -135,10 +128,7 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
         persistence_secs: (threshold > 0.0).then_some(threshold),
         density_trigger: (a.density_trigger > 0.0).then_some(a.density_trigger),
     };
-    let settings = MicroSettings {
-        cache_bytes: a.cache_size,
-        direct_reads: a.direct_reads,
-    };
+    let settings = a.store.settings();
     let workload = Workload {
         rows,
         max_batch: 1,
@@ -184,8 +174,8 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     println!(
         "  engine: micro paper settings (memtable 128 MiB, T 3.5, K 2, bloom 5 %, 8 KiB pages, 2 background \
          threads per database), cache {} bytes each, {}; deferred{}: {deferred_settings}",
-        thousands(a.cache_size as u64),
-        if a.direct_reads {
+        thousands(a.store.cache_size as u64),
+        if a.store.direct_reads {
             "direct reads"
         } else {
             "page-cache reads"
@@ -203,8 +193,7 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
     }
     println!();
 
-    let tmp = tempfile::Builder::new().prefix("strata-bench-churn-").tempdir()?;
-    let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let (base, _tmp) = a.store.root("strata-bench-churn-")?;
     let open = |label: &'static str, mode: &str, d: Option<DeleteSettings>| -> BenchResult<Side> {
         let dir = base.join(label);
         if dir.exists() {
@@ -284,8 +273,8 @@ pub fn run(a: &ChurnArgs) -> BenchResult<()> {
         churn_secs,
         timed: spec,
         deferred_deletes: deletes,
-        cache_bytes: a.cache_size,
-        direct_reads: a.direct_reads,
+        cache_bytes: a.store.cache_size,
+        direct_reads: a.store.direct_reads,
         targets: &targets,
         modes: [&eager, &deferred],
     };

@@ -94,17 +94,7 @@ pub fn run(a: &CrashArgs) -> BenchResult<()> {
     if a.min_kill_ms > a.max_kill_ms {
         return Err("--min-kill-ms must not exceed --max-kill-ms".into());
     }
-    let tmp;
-    let root = match &a.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::Builder::new().prefix("strata-crash").tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-crash")?;
     let db_dir = root.join("db");
     let ack_log = root.join("acks.log");
     let stderr_log = root.join("child-stderr.log");

@@ -185,40 +185,10 @@ fn share(total: u64, threads: usize, t: usize) -> (u64, u64) {
     (start, mine)
 }
 
-/// Reads every file under `dir` once, so the phase after it finds them in the page cache.
-fn warm_page_cache(dir: &Path) -> BenchResult<u64> {
-    use std::io::Read;
-    let mut total = 0u64;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let ft = entry.file_type()?;
-            if ft.is_dir() {
-                stack.push(entry.path());
-            } else if ft.is_file() {
-                // Files may vanish under a running compaction: skip those.
-                let Ok(mut f) = std::fs::File::open(entry.path()) else {
-                    continue;
-                };
-                loop {
-                    let n = f.read(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                }
-            }
-        }
-    }
-    Ok(total)
-}
-
 fn run_phase(ctx: &Ctx<'_>, e: &dyn KvEngine, w: Workload, phase: usize, live_known: bool) -> BenchResult<PhaseResult> {
     let cfg = ctx.cfg;
     if !w.writes() || w == Workload::ReadWhileWriting {
-        warm_page_cache(ctx.dir)?;
+        crate::workdir::warm_page_cache(ctx.dir)?;
     }
     let (total, threads) = match w {
         Workload::FillSync(t) => (cfg.sync_ops, t),

@@ -26,6 +26,7 @@ use crate::BenchResult;
 use crate::engines::TableEngine;
 use crate::engines::sqlite::SqliteTables;
 use crate::engines::strata::{StrataTables, link_schemas};
+use crate::workdir::StorageArgs;
 
 /// The engines `linkbench` can drive, in the order of the default run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -80,20 +81,11 @@ pub struct LinkbenchArgs {
     /// Run the engine sequence this many times (A, B, A, B, ...); results are pooled.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
-    /// Block cache bytes (Strata), page cache per connection (SQLite).
-    #[arg(long, default_value_t = 64 << 20)]
-    cache_size: usize,
     /// Strata memtable budget in bytes (all tables together).
     #[arg(long, default_value_t = 64 << 20)]
     memtable_size: usize,
-    /// Strata reads SSTables with direct I/O (bypassing the page cache); the page cache
-    /// is then not warmed.
-    #[arg(long)]
-    direct_reads: bool,
-    /// Parent directory of the engines' data directories (default: a temporary one,
-    /// removed afterwards; with --dir they are kept).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    store: StorageArgs,
     /// JSON file with every summary and sample.
     #[arg(long, default_value = "target/strata-bench/linkbench.json")]
     json: PathBuf,
@@ -144,7 +136,7 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
     );
     println!(
         "page cache: {}; graph built in {:.2} s",
-        if a.direct_reads {
+        if a.store.direct_reads {
             "Strata reads with direct I/O (not warmed); SQLite's files are read once before its run"
         } else {
             "every data file is read once after the load, right before the timed run"
@@ -152,8 +144,7 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
         t.elapsed().as_secs_f64()
     );
     drop(g);
-    let tmp = tempfile::Builder::new().prefix("strata-bench-linkbench-").tempdir()?;
-    let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let (base, _tmp) = a.store.root("strata-bench-linkbench-")?;
     let mut runs = Vec::new();
     for round in 0..a.rounds.max(1) {
         // Every other round runs the engines in reverse order (A B, B A, ...), so that
@@ -173,7 +164,7 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
             let r = run_engine(kind, round, &spec, a, &dir);
             eprintln!("{}", report::one_line(&r));
             runs.push(r);
-            if a.dir.is_none() {
+            if a.store.dir.is_none() {
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
@@ -188,7 +179,7 @@ pub fn run(a: &LinkbenchArgs) -> BenchResult<()> {
 type Opened = (Box<dyn TableEngine<LinkBench>>, Vec<String>);
 
 fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<Opened> {
-    let cache = a.cache_size;
+    let cache = a.store.cache_size;
     Ok(match kind {
         EngineKind::StrataEager | EngineKind::StrataDeferred | EngineKind::StrataEagerB => {
             let mode = if kind == EngineKind::StrataDeferred {
@@ -199,7 +190,7 @@ fn open(kind: EngineKind, dir: &Path, a: &LinkbenchArgs) -> BenchResult<Opened> 
             let settings = Settings {
                 cache_bytes: cache,
                 memtable_bytes: a.memtable_size,
-                direct_reads: a.direct_reads,
+                direct_reads: a.store.direct_reads,
             };
             let mut notes = link_schemas(mode).to_vec();
             notes.push(format!("{settings:?}"));
@@ -231,14 +222,20 @@ fn run_engine(kind: EngineKind, round: usize, spec: &RunSpec, a: &LinkbenchArgs,
     let result = (|| -> BenchResult<()> {
         let (driver, notes) = open(kind, dir, a)?;
         run.notes = notes;
-        run.load = runner::load(&*driver, &shared, spec, kind.name())?;
+        let runner = runner::EngineRunner {
+            driver: &*driver,
+            shared: &shared,
+            spec,
+            label: kind.name(),
+        };
+        run.load = runner.load()?;
         let t = Instant::now();
-        if !(a.direct_reads && kind != EngineKind::Sqlite) {
-            run.load.warm_bytes = runner::warm(dir)?;
+        if !(a.store.direct_reads && kind != EngineKind::Sqlite) {
+            run.load.warm_bytes = crate::workdir::warm_page_cache(dir)?;
         }
         run.load.warm_secs = t.elapsed().as_secs_f64();
         let load_before = loadavg();
-        run.mix = Some(runner::run_mix(&*driver, &shared, spec, kind.name())?);
+        run.mix = Some(runner.mix()?);
         run.counters = driver.stats()?;
         run.host_load = (load_before, loadavg());
         Ok(())

@@ -2,8 +2,6 @@
 //! `threads` clients issuing the request mix for `seconds`, each request timed into a
 //! per-kind latency histogram (nanoseconds).
 
-use std::io::Read;
-use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -136,221 +134,195 @@ impl MixOutput {
     }
 }
 
-/// Loads the graph through `driver` and settles it.
-pub fn load(
-    driver: &dyn TableEngine<LinkBench>,
-    shared: &Shared,
-    spec: &RunSpec,
-    label: &str,
-) -> BenchResult<LoadOutput> {
-    let g = &shared.graph;
-    let threads = driver.load_threads(spec.threads).max(1);
-    let chunks = g.nodes().div_ceil(LOAD_CHUNK);
-    let next = AtomicU64::new(0);
-    let (links, counts) = (AtomicU64::new(0), AtomicU64::new(0));
-    let error: Mutex<Option<String>> = Mutex::new(None);
-    let pb = count_bar(g.nodes(), &format!("{label} load"), "nodes");
-    let load_time = now_ms();
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let fail = |e: String| *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                let mut session = match driver.session() {
-                    Ok(s) => s,
-                    Err(e) => return fail(e.to_string()),
-                };
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks || error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                        return;
-                    }
-                    let mut rng = StdRng::seed_from_u64(mix(spec.seed ^ mix(c)));
-                    let (mut ns, mut ls, mut cs) = (Vec::new(), Vec::new(), Vec::new());
-                    for id in c * LOAD_CHUNK + 1..=((c + 1) * LOAD_CHUNK).min(g.nodes()) {
-                        let (n, l, k) = g.load_rows(id, load_time, &mut rng);
-                        ns.push(n);
-                        ls.extend(l);
-                        cs.extend(k);
-                    }
-                    let load = Request::Load {
-                        nodes: &ns,
-                        links: &ls,
-                        counts: &cs,
+/// One engine's run: the driver, the graph and request streams, the spec and the
+/// progress label that loading and the request mix share.
+pub struct EngineRunner<'a> {
+    pub driver: &'a dyn TableEngine<LinkBench>,
+    pub shared: &'a Shared,
+    pub spec: &'a RunSpec,
+    pub label: &'a str,
+}
+
+impl EngineRunner<'_> {
+    /// Loads the graph through the driver and settles it.
+    pub fn load(&self) -> BenchResult<LoadOutput> {
+        let (driver, shared, spec, label) = (self.driver, self.shared, self.spec, self.label);
+        let g = &shared.graph;
+        let threads = driver.load_threads(spec.threads).max(1);
+        let chunks = g.nodes().div_ceil(LOAD_CHUNK);
+        let next = AtomicU64::new(0);
+        let (links, counts) = (AtomicU64::new(0), AtomicU64::new(0));
+        let error: Mutex<Option<String>> = Mutex::new(None);
+        let pb = count_bar(g.nodes(), &format!("{label} load"), "nodes");
+        let load_time = now_ms();
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let fail = |e: String| *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    let mut session = match driver.session() {
+                        Ok(s) => s,
+                        Err(e) => return fail(e.to_string()),
                     };
-                    if let Err(e) = session.run(load) {
-                        return fail(format!("load: {e}"));
+                    loop {
+                        let c = next.fetch_add(1, Ordering::Relaxed);
+                        if c >= chunks || error.lock().map(|e| e.is_some()).unwrap_or(true) {
+                            return;
+                        }
+                        let mut rng = StdRng::seed_from_u64(mix(spec.seed ^ mix(c)));
+                        let (mut ns, mut ls, mut cs) = (Vec::new(), Vec::new(), Vec::new());
+                        for id in c * LOAD_CHUNK + 1..=((c + 1) * LOAD_CHUNK).min(g.nodes()) {
+                            let (n, l, k) = g.load_rows(id, load_time, &mut rng);
+                            ns.push(n);
+                            ls.extend(l);
+                            cs.extend(k);
+                        }
+                        let load = Request::Load {
+                            nodes: &ns,
+                            links: &ls,
+                            counts: &cs,
+                        };
+                        if let Err(e) = session.run(load) {
+                            return fail(format!("load: {e}"));
+                        }
+                        links.fetch_add(ls.len() as u64, Ordering::Relaxed);
+                        counts.fetch_add(cs.len() as u64, Ordering::Relaxed);
+                        pb.inc(ns.len() as u64);
                     }
-                    links.fetch_add(ls.len() as u64, Ordering::Relaxed);
-                    counts.fetch_add(cs.len() as u64, Ordering::Relaxed);
-                    pb.inc(ns.len() as u64);
-                }
-            });
-        }
-    });
-    pb.finish_and_clear();
-    if let Some(e) = error.into_inner().ok().flatten() {
-        return Err(e.into());
-    }
-    let load_secs = start.elapsed().as_secs_f64();
-    let t = Instant::now();
-    driver.settle()?;
-    Ok(LoadOutput {
-        nodes: g.nodes(),
-        links: links.into_inner(),
-        counts: counts.into_inner(),
-        threads,
-        load_secs,
-        settle_secs: t.elapsed().as_secs_f64(),
-        ..LoadOutput::default()
-    })
-}
-
-/// Reads every file under `dir` once so the run starts with a warm page cache (the VM
-/// evicts pages idle for ~30 s); returns the bytes read.
-pub fn warm(dir: &Path) -> BenchResult<u64> {
-    let mut total = 0;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            let ty = e.file_type()?;
-            if ty.is_dir() {
-                stack.push(e.path());
-            } else if ty.is_file() {
-                // Files may vanish under a background compaction: skip those.
-                let Ok(mut f) = std::fs::File::open(e.path()) else {
-                    continue;
-                };
-                while let Ok(n) = f.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                }
+                });
             }
+        });
+        pb.finish_and_clear();
+        if let Some(e) = error.into_inner().ok().flatten() {
+            return Err(e.into());
         }
+        let load_secs = start.elapsed().as_secs_f64();
+        let t = Instant::now();
+        driver.settle()?;
+        Ok(LoadOutput {
+            nodes: g.nodes(),
+            links: links.into_inner(),
+            counts: counts.into_inner(),
+            threads,
+            load_secs,
+            settle_secs: t.elapsed().as_secs_f64(),
+            ..LoadOutput::default()
+        })
     }
-    Ok(total)
-}
 
-/// Runs the request mix for `spec.seconds` with `spec.threads` clients.
-pub fn run_mix(
-    driver: &dyn TableEngine<LinkBench>,
-    shared: &Shared,
-    spec: &RunSpec,
-    label: &str,
-) -> BenchResult<MixOutput> {
-    let stop = AtomicBool::new(false);
-    let total = AtomicU64::new(0);
-    let lists = AtomicU64::new(0);
-    let error: Mutex<Option<String>> = Mutex::new(None);
-    let outputs: Mutex<Vec<MixOutput>> = Mutex::new(Vec::new());
-    let mut sessions = Vec::new();
-    for _ in 0..spec.threads {
-        sessions.push(driver.session()?);
-    }
-    let pb = seconds_bar(spec.seconds, &format!("{label} mix"));
-    let cpu_start = process_cpu_secs();
-    let start = Instant::now();
-    let mut samples = Vec::new();
-    std::thread::scope(|s| {
-        for (i, mut session) in sessions.into_iter().enumerate() {
-            let (stop, total, lists, error, outputs) = (&stop, &total, &lists, &error, &outputs);
-            s.spawn(move || {
-                let mut out = MixOutput::empty();
-                let mut generator = Generator::new(spec.seed, i);
-                while !stop.load(Ordering::Relaxed) {
-                    let kind = generator.kind();
-                    let mut op = generator.op(kind, shared);
-                    let t0 = Instant::now();
-                    let r = shared.execute(&mut op, |o| match o {
-                        Some(o) => session.run(Request::Op(o)).map(Some),
-                        None => Ok(None),
-                    });
-                    let ns = t0.elapsed().as_nanos() as u64;
-                    let k = op.kind().index();
-                    match r {
-                        Ok(Some(OpResult { rows })) => out.rows[k] += rows,
-                        Ok(None) => out.skipped += 1,
-                        Err(e) => {
-                            *error.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some(format!("client {i}: {}: {e}", kind.name()));
-                            stop.store(true, Ordering::SeqCst);
-                            break;
+    /// Runs the request mix for `spec.seconds` with `spec.threads` clients.
+    pub fn mix(&self) -> BenchResult<MixOutput> {
+        let (driver, shared, spec, label) = (self.driver, self.shared, self.spec, self.label);
+        let stop = AtomicBool::new(false);
+        let total = AtomicU64::new(0);
+        let lists = AtomicU64::new(0);
+        let error: Mutex<Option<String>> = Mutex::new(None);
+        let outputs: Mutex<Vec<MixOutput>> = Mutex::new(Vec::new());
+        let mut sessions = Vec::new();
+        for _ in 0..spec.threads {
+            sessions.push(driver.session()?);
+        }
+        let pb = seconds_bar(spec.seconds, &format!("{label} mix"));
+        let cpu_start = process_cpu_secs();
+        let start = Instant::now();
+        let mut samples = Vec::new();
+        std::thread::scope(|s| {
+            for (i, mut session) in sessions.into_iter().enumerate() {
+                let (stop, total, lists, error, outputs) = (&stop, &total, &lists, &error, &outputs);
+                s.spawn(move || {
+                    let mut out = MixOutput::empty();
+                    let mut generator = Generator::new(spec.seed, i);
+                    while !stop.load(Ordering::Relaxed) {
+                        let kind = generator.kind();
+                        let mut op = generator.op(kind, shared);
+                        let t0 = Instant::now();
+                        let r = shared.execute(&mut op, |o| match o {
+                            Some(o) => session.run(Request::Op(o)).map(Some),
+                            None => Ok(None),
+                        });
+                        let ns = t0.elapsed().as_nanos() as u64;
+                        let k = op.kind().index();
+                        match r {
+                            Ok(Some(OpResult { rows })) => out.rows[k] += rows,
+                            Ok(None) => out.skipped += 1,
+                            Err(e) => {
+                                *error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(format!("client {i}: {}: {e}", kind.name()));
+                                stop.store(true, Ordering::SeqCst);
+                                break;
+                            }
+                        }
+                        out.ops[k] += 1;
+                        out.busy_ns[k] += ns;
+                        out.hists[k].saturating_record(ns.max(1));
+                        total.fetch_add(1, Ordering::Relaxed);
+                        if k == OpKind::GetLinkList.index() {
+                            lists.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                    out.ops[k] += 1;
-                    out.busy_ns[k] += ns;
-                    out.hists[k].saturating_record(ns.max(1));
-                    total.fetch_add(1, Ordering::Relaxed);
-                    if k == OpKind::GetLinkList.index() {
-                        lists.fetch_add(1, Ordering::Relaxed);
-                    }
+                    outputs.lock().unwrap_or_else(|p| p.into_inner()).push(out);
+                });
+            }
+            let mut prev = (0u64, 0u64, 0.0f64, driver.probe());
+            for k in 1..=spec.seconds {
+                let due = start + Duration::from_secs(k);
+                while Instant::now() < due && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(
+                        due.saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(100)),
+                    );
                 }
-                outputs.lock().unwrap_or_else(|p| p.into_inner()).push(out);
-            });
-        }
-        let mut prev = (0u64, 0u64, 0.0f64, driver.probe());
-        for k in 1..=spec.seconds {
-            let due = start + Duration::from_secs(k);
-            while Instant::now() < due && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(
-                    due.saturating_duration_since(Instant::now())
-                        .min(Duration::from_millis(100)),
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let (n, l, t) = (
+                    total.load(Ordering::Relaxed),
+                    lists.load(Ordering::Relaxed),
+                    start.elapsed().as_secs_f64(),
                 );
+                let c = driver.probe();
+                let delta = |a: Option<u64>, b: Option<u64>| Some(a? as f64 - b? as f64);
+                let per = |x: Option<f64>, y: Option<f64>| match (x, y) {
+                    (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+                    _ => None,
+                };
+                let sample = Sample {
+                    t,
+                    ops_per_sec: (n - prev.0) as f64 / (t - prev.2),
+                    getlinklist_per_sec: (l - prev.1) as f64 / (t - prev.2),
+                    dirty_per_getlinklist: per(
+                        delta(c.dirty_hits_skipped, prev.3.dirty_hits_skipped),
+                        Some((l - prev.1) as f64),
+                    ),
+                    primary_lookups_per_row: per(
+                        delta(c.primary_lookups, prev.3.primary_lookups),
+                        delta(c.secondary_hits, prev.3.secondary_hits),
+                    ),
+                    flushes: c.flushes,
+                    compactions: c.compactions,
+                };
+                samples.push(sample);
+                prev = (n, l, t, c);
+                pb.set_position(k);
+                pb.set_message(format!("{} ops/s", rate(sample.ops_per_sec)));
             }
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let (n, l, t) = (
-                total.load(Ordering::Relaxed),
-                lists.load(Ordering::Relaxed),
-                start.elapsed().as_secs_f64(),
-            );
-            let c = driver.probe();
-            let delta = |a: Option<u64>, b: Option<u64>| Some(a? as f64 - b? as f64);
-            let per = |x: Option<f64>, y: Option<f64>| match (x, y) {
-                (Some(x), Some(y)) if y > 0.0 => Some(x / y),
-                _ => None,
-            };
-            let sample = Sample {
-                t,
-                ops_per_sec: (n - prev.0) as f64 / (t - prev.2),
-                getlinklist_per_sec: (l - prev.1) as f64 / (t - prev.2),
-                dirty_per_getlinklist: per(
-                    delta(c.dirty_hits_skipped, prev.3.dirty_hits_skipped),
-                    Some((l - prev.1) as f64),
-                ),
-                primary_lookups_per_row: per(
-                    delta(c.primary_lookups, prev.3.primary_lookups),
-                    delta(c.secondary_hits, prev.3.secondary_hits),
-                ),
-                flushes: c.flushes,
-                compactions: c.compactions,
-            };
-            samples.push(sample);
-            prev = (n, l, t, c);
-            pb.set_position(k);
-            pb.set_message(format!("{} ops/s", rate(sample.ops_per_sec)));
+            stop.store(true, Ordering::SeqCst);
+        });
+        pb.finish_and_clear();
+        let elapsed = start.elapsed().as_secs_f64();
+        let cpu = process_cpu_secs() - cpu_start;
+        if let Some(e) = error.into_inner().ok().flatten() {
+            return Err(e.into());
         }
-        stop.store(true, Ordering::SeqCst);
-    });
-    pb.finish_and_clear();
-    let elapsed = start.elapsed().as_secs_f64();
-    let cpu = process_cpu_secs() - cpu_start;
-    if let Some(e) = error.into_inner().ok().flatten() {
-        return Err(e.into());
+        let mut all = MixOutput::empty();
+        for o in outputs.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            all.merge(&o);
+        }
+        all.elapsed_secs = elapsed;
+        all.cpu_secs = cpu;
+        all.samples = samples;
+        Ok(all)
     }
-    let mut all = MixOutput::empty();
-    for o in outputs.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        all.merge(&o);
-    }
-    all.elapsed_secs = elapsed;
-    all.cpu_secs = cpu;
-    all.samples = samples;
-    Ok(all)
 }
 
 /// User + system CPU seconds of this process so far (Linux `/proc/self/stat`, in
@@ -387,7 +359,13 @@ pub mod tests {
             zipf: 1.0,
         };
         let shared = Shared::new(Graph::new(spec.nodes, spec.seed), spec.zipf);
-        load(engine, &shared, &spec, "test").unwrap();
+        let runner = EngineRunner {
+            driver: engine,
+            shared: &shared,
+            spec: &spec,
+            label: "test",
+        };
+        runner.load().unwrap();
         let mut s = engine.session().unwrap();
         let mut g = Generator::new(seed, 0);
         for _ in 0..ops {

@@ -25,6 +25,7 @@ use crate::engines::TableEngine;
 use crate::engines::sqlite::SqliteTables;
 use crate::engines::strata::{MicroSettings, StrataTables, micro_schema, paper_options};
 use crate::engines::tarantool;
+use crate::workdir::StorageArgs;
 
 /// The engines `micro` can drive, in the order of the default run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,17 +79,8 @@ pub struct MicroArgs {
     /// Largest batch; batch sizes are uniform in 1..=max-batch.
     #[arg(long, default_value_t = 500)]
     max_batch: usize,
-    /// Block cache bytes (Strata), page cache per connection (SQLite), vinyl_cache
-    /// (Tarantool).
-    #[arg(long, default_value_t = 64 << 20)]
-    cache_size: usize,
-    /// Strata reads SSTables with direct I/O (bypassing the page cache).
-    #[arg(long)]
-    direct_reads: bool,
-    /// Parent directory of the engines' data directories (default: a temporary one,
-    /// removed afterwards; with --dir they are kept).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    store: StorageArgs,
     /// JSON file with every sample and summary.
     #[arg(long, default_value = "target/strata-bench/micro.json")]
     json: PathBuf,
@@ -114,10 +106,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
         threads: a.threads.max(1),
         seconds: a.seconds.unwrap_or(if a.quick { 10 } else { 120 }).max(1),
     };
-    let settings = MicroSettings {
-        cache_bytes: a.cache_size,
-        direct_reads: a.direct_reads,
-    };
+    let settings = a.store.settings();
     let mut engines: Vec<EngineKind> = Vec::new();
     for e in &a.engines {
         if !engines.contains(e) {
@@ -125,8 +114,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
         }
     }
     report::print_header(&spec, a, &engines);
-    let tmp = tempfile::Builder::new().prefix("strata-bench-micro-").tempdir()?;
-    let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let (base, _tmp) = a.store.root("strata-bench-micro-")?;
     // (engine running now, results so far), shared with the hang watchdog.
     let progress: Arc<Mutex<(Option<EngineKind>, Vec<EngineResult>)>> = Arc::default();
     let (watched, quick) = (progress.clone(), a.quick);
@@ -155,7 +143,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
             p.0 = Some(kind);
         }
         watchdog::arm(true);
-        let mut r = run_engine(kind, &spec, settings, a.cache_size, &dir);
+        let mut r = run_engine(kind, &spec, settings, a.store.cache_size, &dir);
         watchdog::arm(false);
         if let Some(l) = load {
             r.notes
@@ -165,7 +153,7 @@ pub fn run(a: &MicroArgs) -> BenchResult<()> {
         if let Ok(mut p) = progress.lock() {
             p.1.push(r);
         }
-        if a.dir.is_none() {
+        if a.store.dir.is_none() {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

@@ -126,11 +126,11 @@ pub fn print_header(spec: &RunSpec, a: &MicroArgs, engines: &[EngineKind]) {
     println!(
         "  engine settings: memtable/vinyl_memory 128 MiB, size ratio 3.5, 2 runs per level, bloom 5%, 8 KiB pages, \
          2 background threads, WAL written not fsynced; cache {} bytes",
-        thousands(a.cache_size as u64)
+        thousands(a.store.cache_size as u64)
     );
     println!(
         "  reads: {}",
-        if a.direct_reads {
+        if a.store.direct_reads {
             "Strata with direct I/O (page cache bypassed); peers through the page cache"
         } else {
             "through the OS page cache (no direct I/O)"
@@ -330,8 +330,8 @@ pub fn write_json(path: &Path, spec: &RunSpec, a: &MicroArgs, results: &[EngineR
         threads: spec.threads,
         max_batch: spec.workload.max_batch,
         seed: spec.workload.seed,
-        cache_bytes: a.cache_size,
-        direct_reads: a.direct_reads,
+        cache_bytes: a.store.cache_size,
+        direct_reads: a.store.direct_reads,
         quick: a.quick,
         paper_table1: PaperTable {
             deferred: PAPER_DEFERRED,

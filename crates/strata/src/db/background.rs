@@ -58,23 +58,15 @@ pub(crate) fn flush_memtable(
     order.sort_by_key(|k| !obligations.owes(*k));
     let mut owed = Emitted::default();
     let mut rest = Vec::new();
+    let flush = |ks, keep_shadowed, track, sink: &mut dyn DropSink, extra, result: &mut FlushResult| {
+        flush_keyspace(ctx, mem, ks, snapshots, run, keep_shadowed, track, sink, extra, result)
+    };
     for ks in order {
         let Some(mut sink) = obligations.collector(ks, ctx, sort_memory, false) else {
             rest.push(ks);
             continue;
         };
-        flush_keyspace(
-            ctx,
-            mem,
-            ks,
-            snapshots,
-            run,
-            false,
-            true,
-            sink.as_mut(),
-            Vec::new(),
-            &mut result,
-        )?;
+        flush(ks, false, true, sink.as_mut(), Vec::new(), &mut result)?;
         emitted(sink, version, &mut owed)?;
     }
     for ks in owed.streams.keys() {
@@ -84,18 +76,7 @@ pub(crate) fn flush_memtable(
     }
     for ks in rest {
         let extra = owed.streams.remove(&ks).unwrap_or_default();
-        flush_keyspace(
-            ctx,
-            mem,
-            ks,
-            snapshots,
-            run,
-            obligations.receives(ks),
-            false,
-            &mut NoSink,
-            extra,
-            &mut result,
-        )?;
+        flush(ks, obligations.receives(ks), false, &mut NoSink, extra, &mut result)?;
     }
     // Secondary range deletes leave the WAL with the memtable: the manifest keeps them
     // (`crate::delete_key`), in the same edit that retires the log.

@@ -160,6 +160,24 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         verify_state(&vs, m, fs.as_ref(), &dir)?;
     }
     let obligations = ext.catalog_changed(&vs.current())?;
+    let parts = Parts {
+        lock,
+        dir,
+        sst_cache,
+        retired,
+        block_cache,
+        ext,
+        obligations,
+        job_ctx,
+        opts,
+    };
+    let Parts {
+        opts,
+        dir,
+        job_ctx,
+        obligations,
+        ..
+    } = &parts;
     let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
     if opts.read_only {
         // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
@@ -168,8 +186,8 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         let mut last_seq = flushed_seq;
         scan_logs(
             &LogScope::of(&vs),
-            &opts,
-            &dir,
+            opts,
+            dir,
             manifest_at.as_ref(),
             &mut |version, base, batch| {
                 let end = base + batch.seq_count().saturating_sub(1);
@@ -180,49 +198,29 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
             },
         )?;
         vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
-        return finish(
-            vs,
-            mem,
-            None,
-            lock,
-            dir,
-            sst_cache,
-            retired,
-            block_cache,
-            ext,
-            obligations,
-            job_ctx,
-            opts,
-        );
+        return parts.finish(vs, mem, None);
     }
 
     // A dry run over every WAL record first: damage found while replaying would come
     // after recovery flushes had already changed the directory. (A read-only open, above,
     // replays into memory only: its replay is its own dry run.)
-    scan_logs(&LogScope::of(&vs), &opts, &dir, manifest_at.as_ref(), &mut |_, _, _| {
+    scan_logs(&LogScope::of(&vs), opts, dir, manifest_at.as_ref(), &mut |_, _, _| {
         Ok(())
     })?;
-    sweep_unreferenced(&vs, fs.as_ref(), &dir)?;
-    let (last_seq, torn) = replay_wal(
-        &mut vs,
-        &job_ctx,
-        &opts,
-        &dir,
-        obligations.as_ref(),
-        manifest_at.as_ref(),
-    )?;
+    sweep_unreferenced(&vs, fs.as_ref(), dir)?;
+    let (last_seq, torn) = replay_wal(&mut vs, job_ctx, opts, dir, obligations.as_ref(), manifest_at.as_ref())?;
 
     // New WAL, then a fresh manifest whose log number forgets every replayed log.
     let wal_number = vs.new_file_number();
     let wal_path = dir.join(wal::log_file_name(wal_number));
     let writer = wal::Writer::new(fs.create(&wal_path)?);
-    fs.sync_dir(&dir)?;
+    fs.sync_dir(dir)?;
     vs.log_number = wal_number;
     // Only now: raised before the replay, it would skip logged writes below it.
     vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
     vs.write_new_manifest()?;
     let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
-    for n in fs.list(&dir)? {
+    for n in fs.list(dir)? {
         let old_wal = wal::parse_log_file_name(&n).is_some_and(|num| num < wal_number);
         let old_manifest = n.starts_with("MANIFEST-") && Some(&n) != manifest_name.as_ref();
         let is_torn = wal::parse_log_file_name(&n).is_some_and(|num| num < wal_number && torn.contains(&num));
@@ -236,20 +234,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         }
     }
     let mem = Arc::new(MemTable::new(wal_number, opts.clock.now_micros()));
-    finish(
-        vs,
-        mem,
-        Some(writer),
-        lock,
-        dir,
-        sst_cache,
-        retired,
-        block_cache,
-        ext,
-        obligations,
-        job_ctx,
-        opts,
-    )
+    parts.finish(vs, mem, Some(writer))
 }
 
 /// The largest global seqno of an ingested file: an ingest takes a seqno without
@@ -263,12 +248,8 @@ fn ingested_seq(v: &crate::version::Version) -> u64 {
         .unwrap_or(0)
 }
 
-/// Builds the open database from its recovered parts.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    vs: VersionSet,
-    mem: Arc<MemTable>,
-    writer: Option<wal::Writer>,
+/// What an open has gathered before it knows its memtable and WAL.
+struct Parts {
     lock: Option<std::fs::File>,
     dir: PathBuf,
     sst_cache: Arc<SstCache>,
@@ -278,51 +259,56 @@ fn finish(
     obligations: Arc<dyn Obligations>,
     job_ctx: JobContext,
     opts: crate::Options,
-) -> Result<DbInner> {
-    let version = vs.current();
-    let counters = super::stats::Counters::default();
-    if let Some(saved) = version.meta.get(super::stats::STATS_META) {
-        counters.restore(saved);
+}
+
+impl Parts {
+    /// Builds the open database from its recovered parts.
+    fn finish(self, vs: VersionSet, mem: Arc<MemTable>, writer: Option<wal::Writer>) -> Result<DbInner> {
+        let version = vs.current();
+        let counters = super::stats::Counters::default();
+        if let Some(saved) = version.meta.get(super::stats::STATS_META) {
+            counters.restore(saved);
+        }
+        let last = vs.last_seq;
+        let first_own_file = vs.next_file_number.load(std::sync::atomic::Ordering::SeqCst);
+        Ok(DbInner {
+            dir: self.dir,
+            first_own_file,
+            sst_cache: self.sst_cache,
+            retired: self.retired,
+            block_cache: self.block_cache,
+            versions: Mutex::new(vs),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem,
+                imm: Vec::new(),
+                version,
+            })),
+            wal: Mutex::new(writer.map(|writer| WalState { writer })),
+            queue: Mutex::new(Default::default()),
+            queue_cv: Condvar::new(),
+            last_seq: AtomicU64::new(last),
+            visible_seq: AtomicU64::new(last),
+            snapshots: Mutex::new(BTreeMap::new()),
+            bg: Mutex::new(BgState {
+                busy: HashSet::new(),
+                paused: HashSet::new(),
+                flushing: false,
+                compacting: 0,
+                manual: 0,
+                error: None,
+                shutdown: false,
+            }),
+            bg_cv: Condvar::new(),
+            picker: Mutex::new(CompactionPicker::default()),
+            counters,
+            job_ctx: self.job_ctx,
+            ext: self.ext,
+            obligations: RwLock::new(self.obligations),
+            closed: AtomicBool::new(false),
+            lock: Mutex::new(self.lock),
+            opts: self.opts,
+        })
     }
-    let last = vs.last_seq;
-    let first_own_file = vs.next_file_number.load(std::sync::atomic::Ordering::SeqCst);
-    Ok(DbInner {
-        dir,
-        first_own_file,
-        sst_cache,
-        retired,
-        block_cache,
-        versions: Mutex::new(vs),
-        sv: RwLock::new(Arc::new(SuperVersion {
-            mem,
-            imm: Vec::new(),
-            version,
-        })),
-        wal: Mutex::new(writer.map(|writer| WalState { writer })),
-        queue: Mutex::new(Default::default()),
-        queue_cv: Condvar::new(),
-        last_seq: AtomicU64::new(last),
-        visible_seq: AtomicU64::new(last),
-        snapshots: Mutex::new(BTreeMap::new()),
-        bg: Mutex::new(BgState {
-            busy: HashSet::new(),
-            paused: HashSet::new(),
-            flushing: false,
-            compacting: 0,
-            manual: 0,
-            error: None,
-            shutdown: false,
-        }),
-        bg_cv: Condvar::new(),
-        picker: Mutex::new(CompactionPicker::default()),
-        counters,
-        job_ctx,
-        ext,
-        obligations: RwLock::new(obligations),
-        closed: AtomicBool::new(false),
-        lock: Mutex::new(lock),
-        opts,
-    })
 }
 
 /// Takes a shared lock on `LOCK` if it exists and can be opened for reading, so that a

@@ -247,14 +247,19 @@ impl DirIter {
         Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
+    /// Starts the scan on first use; false once it is exhausted.
+    fn begin(&mut self) -> Result<bool> {
+        if !self.done && !self.started {
+            self.start()?;
+        }
+        Ok(!self.done)
+    }
+
     /// Moves to the next visible entry going forward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_forward(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if self.done {
+        if !self.begin()? {
             return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
         }
         while self.merge.valid() {
             let Some(p) = parse_internal_key(self.merge.key()) else {
@@ -297,11 +302,8 @@ impl DirIter {
     /// Moves to the next visible entry going backward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_reverse(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if self.done {
+        if !self.begin()? {
             return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
         }
         // Going backwards a user key's versions arrive oldest first; the last visible
         // one seen before the key changes is the newest.

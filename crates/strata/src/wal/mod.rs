@@ -98,20 +98,30 @@ mod tests {
         }
     }
 
-    /// Counts appended bytes, failing the `fail_at`-th append (0-based).
-    struct FlakyFile {
+    /// Keeps appended bytes in memory, failing the `fail_at`-th append (0-based).
+    struct LogFile {
+        data: Arc<parking_lot::Mutex<Vec<u8>>>,
         appends: usize,
         fail_at: usize,
-        len: u64,
     }
 
-    impl WritableFile for FlakyFile {
+    impl LogFile {
+        fn failing_at(fail_at: usize) -> Box<LogFile> {
+            Box::new(LogFile {
+                data: Arc::default(),
+                appends: 0,
+                fail_at,
+            })
+        }
+    }
+
+    impl WritableFile for LogFile {
         fn append(&mut self, data: &[u8]) -> Result<()> {
             self.appends += 1;
             if self.appends - 1 == self.fail_at {
                 return Err(Error::io("flaky.wal", std::io::Error::other("injected")));
             }
-            self.len += data.len() as u64;
+            self.data.lock().extend_from_slice(data);
             Ok(())
         }
         fn flush(&mut self) -> Result<()> {
@@ -121,30 +131,15 @@ mod tests {
             Ok(())
         }
         fn len(&self) -> u64 {
-            self.len
+            self.data.lock().len() as u64
         }
     }
 
     /// Frames `payloads` in memory; returns the bytes and each record's offset.
     fn frame(payloads: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
-        struct VecFile(Arc<parking_lot::Mutex<Vec<u8>>>);
-        impl WritableFile for VecFile {
-            fn append(&mut self, data: &[u8]) -> Result<()> {
-                self.0.lock().extend_from_slice(data);
-                Ok(())
-            }
-            fn flush(&mut self) -> Result<()> {
-                Ok(())
-            }
-            fn sync(&mut self) -> Result<()> {
-                Ok(())
-            }
-            fn len(&self) -> u64 {
-                self.0.lock().len() as u64
-            }
-        }
-        let shared = Arc::new(parking_lot::Mutex::new(Vec::new()));
-        let mut w = Writer::new(Box::new(VecFile(shared.clone())));
+        let file = LogFile::failing_at(usize::MAX);
+        let shared = file.data.clone();
+        let mut w = Writer::new(file);
         let offsets = payloads
             .iter()
             .map(|p| w.add_record(p).expect("in-memory append"))
@@ -437,11 +432,7 @@ mod tests {
     #[test]
     fn writer_poisons_after_failed_append() {
         // Fail the payload append of the second record: the header may be on disk.
-        let mut w = Writer::new(Box::new(FlakyFile {
-            appends: 0,
-            fail_at: 3,
-            len: 0,
-        }));
+        let mut w = Writer::new(LogFile::failing_at(3));
         assert_eq!(w.add_record(b"one").expect("first"), 0);
         assert!(w.add_record(b"two").is_err());
         assert!(w.is_failed());
