@@ -26,8 +26,10 @@
 //! seqno is below `s`, no live snapshot is below `s` (every reader sees the delete),
 //! the page's file is in the merge's oldest input and the merge is bottommost (nothing
 //! older than the page's entries exists below, so no older version of their keys can
-//! resurface), and the keyspace is not a primary with deferred index maintenance
-//! (whose dropped rows must be read to delete their index entries).
+//! resurface), and the keyspace owes no obligations for what it drops (a table's
+//! primary with secondary indexes, deferred or with a delete key: its dropped rows must
+//! be read to delete their index entries; `compaction::obligations`). The same holds
+//! for the pages `DbInner::drop_deleted_pages` drops at delete time.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -36,6 +36,7 @@ pub mod build;
 pub mod catalog;
 pub mod check;
 mod deferred;
+mod delete_where;
 mod eager;
 pub mod encoding;
 mod ingest;
@@ -222,7 +223,11 @@ impl Db {
                     .collect(),
                 schema,
             };
-            Ok(vec![(key, Some(def.encode()))])
+            let mut entries = vec![(key, Some(def.encode()))];
+            if def.schema.delete_key.is_some() {
+                entries.push(delete_where::config_entry(ids[0], crate::delete_key::TileChoice::Auto));
+            }
+            Ok(entries)
         })?;
         Ok(Table {
             db: inner.clone(),
