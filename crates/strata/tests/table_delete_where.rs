@@ -14,7 +14,12 @@ use strata::table::{Row, Table};
 use table_harness::{all_rows, check_ok, collect, create_table, s, small_options, tempdir, u};
 
 fn row(id: u64, ts: u64) -> Row {
-    vec![u(id), u(ts), s(&format!("name{}", id % 7)), Value::Bytes(vec![b'x'; 200])]
+    vec![
+        u(id),
+        u(ts),
+        s(&format!("name{}", id % 7)),
+        Value::Bytes(vec![b'x'; 200]),
+    ]
 }
 
 fn fill(t: &Table, n: u64) {
@@ -45,7 +50,13 @@ fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
         let before = db.snapshot();
         t.delete_where("ts", u(0)..u(50)).expect("delete_where");
         let want: Vec<Row> = (0..600)
-            .map(|id| if id == 5 || id == 17 { row(id, 500) } else { row(id, id % 100) })
+            .map(|id| {
+                if id == 5 || id == 17 {
+                    row(id, 500)
+                } else {
+                    row(id, id % 100)
+                }
+            })
             .filter(|r| r[1].as_u64().is_some_and(|ts| ts >= 50))
             .collect();
         let check_reads = |t: &Table| {
@@ -55,7 +66,11 @@ fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
             let by_ts = collect(t.select("by_ts").range(Bound::Unbounded, Bound::Excluded(u(50)))).expect("select");
             assert!(by_ts.is_empty(), "{mode}: by_ts returned {} deleted rows", by_ts.len());
             let n = t.select("by_name").eq(vec![s("name3")]).count().expect("count");
-            assert_eq!(n as usize, want.iter().filter(|r| r[2] == s("name3")).count(), "{mode}: by_name");
+            assert_eq!(
+                n as usize,
+                want.iter().filter(|r| r[2] == s("name3")).count(),
+                "{mode}: by_name"
+            );
         };
         check_reads(&t);
         let old = t.select("by_ts").at(&before).count().expect("count");
@@ -71,11 +86,18 @@ fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
         let tc = &r.tables[0];
         assert_eq!(tc.rows, want.len() as u64);
         for ic in &tc.indexes {
-            assert_eq!(ic.file_entries, tc.rows, "{mode}: index {} after full compaction: {ic:?}", ic.name);
+            assert_eq!(
+                ic.file_entries, tc.rows,
+                "{mode}: index {} after full compaction: {ic:?}",
+                ic.name
+            );
         }
         check_reads(&t);
         if mode == "eager" {
-            assert!(t.stats().expect("stats").deferred_deletes_emitted > 0, "{mode}: emitted");
+            assert!(
+                t.stats().expect("stats").deferred_deletes_emitted > 0,
+                "{mode}: emitted"
+            );
         }
     }
 }
@@ -84,7 +106,10 @@ fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
 fn a_table_without_indexes_drops_whole_pages_unread() {
     let dir = tempdir();
     let db = Db::open(dir.path(), small_options()).expect("open");
-    let t = create_table(&db, "table t (id u64, ts u64, name str, pad bytes) primary key (id) eager");
+    let t = create_table(
+        &db,
+        "table t (id u64, ts u64, name str, pad bytes) primary key (id) eager",
+    );
     t.set_delete_key("ts", TileChoice::Fixed(8)).expect("set_delete_key");
     // Time ordered by id's blocks: most pages of a tile hold one ts range.
     for id in 0..2000u64 {
@@ -120,10 +145,16 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert!(err(t.set_delete_key("id", TileChoice::Auto)).contains("empty table"));
     assert!(err(t.set_delete_key("ts", TileChoice::Fixed(300))).contains("1..=256"));
     assert_eq!(t.count().expect("count"), 50, "nothing deleted");
-    assert_eq!(t.delete_key().expect("delete key"), Some(("ts".into(), TileChoice::Auto)));
+    assert_eq!(
+        t.delete_key().expect("delete key"),
+        Some(("ts".into(), TileChoice::Auto))
+    );
     // The tile size of an existing delete key may change.
     t.set_delete_key("ts", TileChoice::Fixed(4)).expect("change h");
-    assert_eq!(t.delete_key().expect("delete key"), Some(("ts".into(), TileChoice::Fixed(4))));
+    assert_eq!(
+        t.delete_key().expect("delete key"),
+        Some(("ts".into(), TileChoice::Fixed(4)))
+    );
     // Schemas: a delete key is one non-nullable integer field.
     for bad in [
         "table x (id u64, n str) primary key (id) delete key (n)",
@@ -140,7 +171,9 @@ fn bad_input_is_refused_and_changes_nothing() {
     for (id, v) in [(1, -5i64), (2, -1), (3, 0), (4, 7)] {
         plain.replace(vec![u(id), Value::I64(v)]).expect("replace");
     }
-    plain.delete_where("v", Value::I64(-2)..=Value::I64(0)).expect("delete_where");
+    plain
+        .delete_where("v", Value::I64(-2)..=Value::I64(0))
+        .expect("delete_where");
     let left: Vec<u64> = all_rows(&plain).iter().filter_map(|r| r[0].as_u64()).collect();
     assert_eq!(left, [1, 4]);
     check_ok(&db, false);
