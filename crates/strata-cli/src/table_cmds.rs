@@ -16,7 +16,7 @@ use strata::table::{Row, Table, TableStats};
 
 use crate::commands::{CliError, Result, open};
 use crate::rows::{self, TextSource};
-use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RowFormat, RowsFormat, SelectArgs, TableCommand};
+use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RangeArgs, RowFormat, RowsFormat, SelectArgs, TableCommand};
 use serde::Serialize;
 
 /// Runs one table subcommand.
@@ -135,6 +135,31 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             drop(t);
             db.close()?;
         }
+        TableCommand::TableDeleteKey { table: tname, field, h } => {
+            let h: strata::delete_key::TileChoice =
+                h.parse().map_err(|e: strata::Error| CliError::Usage(e.to_string()))?;
+            let db = open(db_dir, false)?;
+            table(&db, &tname)?.set_delete_key(&field, h)?;
+            db.close()?;
+        }
+        TableCommand::TableDeleteWhere {
+            table: tname,
+            field,
+            range,
+        } => {
+            let db = open(db_dir, false)?;
+            let t = table(&db, &tname)?;
+            let schema = t.schema()?;
+            let f = schema.field(&field).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "table {tname:?} has no field {field:?} (fields: {})",
+                    rows::field_names(&schema)
+                ))
+            })?;
+            t.delete_where(&field, bounds(f, &range)?)?;
+            drop(t);
+            db.close()?;
+        }
         TableCommand::TableStats { table: tname, json } => {
             let db = open(db_dir, false)?;
             let t = table(&db, &tname)?;
@@ -162,6 +187,33 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
         }
     }
     Ok(())
+}
+
+/// The bounds `range` gives on `field`'s values.
+fn bounds(field: &Field, range: &RangeArgs) -> Result<(Bound<Value>, Bound<Value>)> {
+    let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
+        a.as_deref()
+            .map(|a| rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}"))))
+            .transpose()
+    };
+    let from = parse("--from", &range.from)?;
+    let to = parse("--to", &range.to)?;
+    if let (Some(f), Some(t)) = (&from, &to)
+        && f.cmp_total(t).is_gt()
+    {
+        return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
+    }
+    let lo = match from {
+        None => Bound::Unbounded,
+        Some(v) if range.from_exclusive => Bound::Excluded(v),
+        Some(v) => Bound::Included(v),
+    };
+    let hi = match to {
+        None => Bound::Unbounded,
+        Some(v) if range.to_inclusive => Bound::Included(v),
+        Some(v) => Bound::Excluded(v),
+    };
+    Ok((lo, hi))
 }
 
 /// The schema from the text argument or the file.
@@ -303,7 +355,7 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
     let t = table(&db, &args.table)?;
     let schema = t.schema()?;
     let fields = check_index(&schema, &args.index, true)?;
-    let ranged = args.from.is_some() || args.to.is_some();
+    let ranged = args.range.from.is_some() || args.range.to.is_some();
     let field_list = || {
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         names.join(", ")
@@ -327,31 +379,7 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
         .collect::<Result<_>>()?;
     let mut sel = t.select(&args.index).eq(eq);
     if ranged {
-        let field = fields[args.eq.len()];
-        let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
-            a.as_deref()
-                .map(|a| {
-                    rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
-                })
-                .transpose()
-        };
-        let from = parse("--from", &args.from)?;
-        let to = parse("--to", &args.to)?;
-        if let (Some(f), Some(t)) = (&from, &to)
-            && f.cmp_total(t).is_gt()
-        {
-            return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
-        }
-        let lo = match from {
-            None => Bound::Unbounded,
-            Some(v) if args.from_exclusive => Bound::Excluded(v),
-            Some(v) => Bound::Included(v),
-        };
-        let hi = match to {
-            None => Bound::Unbounded,
-            Some(v) if args.to_inclusive => Bound::Included(v),
-            Some(v) => Bound::Excluded(v),
-        };
+        let (lo, hi) = bounds(fields[args.eq.len()], &args.range)?;
         sel = sel.range(lo, hi);
     }
     if args.reverse {
