@@ -6,7 +6,7 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::Table;
-use super::catalog::{IndexEntry, TABLE_META_PREFIX, TableDef};
+use super::catalog::{TABLE_META_PREFIX, TableDef};
 use super::encoding::{ROW_DELETE_KEY, delete_key_bytes, delete_key_range};
 use super::layout::Layout;
 use super::select::PRIMARY;
@@ -26,15 +26,7 @@ fn def_with(layout: &Layout, schema: super::schema::Schema) -> TableDef {
     TableDef {
         schema,
         primary: layout.primary,
-        indexes: layout
-            .indexes
-            .iter()
-            .map(|i| IndexEntry {
-                name: i.name.clone(),
-                keyspace: i.keyspace,
-                building: i.building,
-            })
-            .collect(),
+        indexes: layout.index_entries(),
     }
 }
 

@@ -392,14 +392,9 @@ impl Table {
             primary: rt.layout.primary,
             indexes: rt
                 .layout
-                .indexes
-                .iter()
+                .index_entries()
+                .into_iter()
                 .filter(|i| i.name != name)
-                .map(|i| IndexEntry {
-                    name: i.name.clone(),
-                    keyspace: i.keyspace,
-                    building: i.building,
-                })
                 .collect(),
         };
         self.db.catalog_edit(

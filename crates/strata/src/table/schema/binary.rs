@@ -114,13 +114,7 @@ impl Schema {
             });
         }
         let delete_key = if version == SCHEMA_FORMAT_VERSION_DELETE_KEY {
-            let at = d.position();
-            let p = d.varint().map_err(derr)?;
-            let f = usize::try_from(p)
-                .ok()
-                .and_then(|p| fields.get(p))
-                .ok_or_else(|| (at, format!("delete key field position {p} out of range")))?;
-            Some(f.name.clone())
+            Some(decode_position(&mut d, &fields)?)
         } else {
             None
         };
@@ -161,15 +155,16 @@ fn decode_flag(d: &mut Decoder<'_>, what: &str) -> std::result::Result<bool, (us
 fn decode_positions(d: &mut Decoder<'_>, fields: &[Field]) -> std::result::Result<Vec<String>, (usize, String)> {
     let derr = |e: DecodeError| (e.offset, e.reason.to_owned());
     let n = d.varint_len(MAX_FIELDS).map_err(derr)?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let at = d.position();
-        let p = d.varint().map_err(derr)?;
-        let f = usize::try_from(p)
-            .ok()
-            .and_then(|p| fields.get(p))
-            .ok_or_else(|| (at, format!("field position {p} out of range")))?;
-        out.push(f.name.clone());
-    }
-    Ok(out)
+    (0..n).map(|_| decode_position(d, fields)).collect()
+}
+
+/// One field position, as the field's name.
+fn decode_position(d: &mut Decoder<'_>, fields: &[Field]) -> std::result::Result<String, (usize, String)> {
+    let at = d.position();
+    let p = d.varint().map_err(|e| (e.offset, e.reason.to_owned()))?;
+    usize::try_from(p)
+        .ok()
+        .and_then(|p| fields.get(p))
+        .map(|f| f.name.clone())
+        .ok_or_else(|| (at, format!("field position {p} out of range")))
 }
