@@ -17,7 +17,7 @@ use strata::table::{Row, Table, TableStats};
 use crate::commands::{CliError, Result, open};
 use crate::rows::{self, TextSource};
 use crate::store::{Query, Store, table_not_found};
-use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RowFormat, RowsFormat, SelectArgs, TableCommand};
+use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RangeArgs, RowFormat, RowsFormat, SelectArgs, TableCommand};
 use serde::Serialize;
 
 /// Runs one table subcommand.
@@ -141,6 +141,31 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             drop(t);
             db.close()?;
         }
+        TableCommand::TableDeleteKey { table: tname, field, h } => {
+            let h: strata::delete_key::TileChoice =
+                h.parse().map_err(|e: strata::Error| CliError::Usage(e.to_string()))?;
+            let db = open(db_dir, false)?;
+            table(&db, &tname)?.set_delete_key(&field, h)?;
+            db.close()?;
+        }
+        TableCommand::TableDeleteWhere {
+            table: tname,
+            field,
+            range,
+        } => {
+            let db = open(db_dir, false)?;
+            let t = table(&db, &tname)?;
+            let schema = t.schema()?;
+            let f = schema.field(&field).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "table {tname:?} has no field {field:?} (fields: {})",
+                    rows::field_names(&schema)
+                ))
+            })?;
+            t.delete_where(&field, bounds(f, &range)?)?;
+            drop(t);
+            db.close()?;
+        }
         TableCommand::TableStats { table: tname, json } => {
             let db = Store::open(db_dir, false, None)?;
             let t = db.table(&tname)?;
@@ -168,6 +193,33 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
         }
     }
     Ok(())
+}
+
+/// The bounds `range` gives on `field`'s values.
+fn bounds(field: &Field, range: &RangeArgs) -> Result<(Bound<Value>, Bound<Value>)> {
+    let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
+        a.as_deref()
+            .map(|a| rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}"))))
+            .transpose()
+    };
+    let from = parse("--from", &range.from)?;
+    let to = parse("--to", &range.to)?;
+    if let (Some(f), Some(t)) = (&from, &to)
+        && f.cmp_total(t).is_gt()
+    {
+        return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
+    }
+    let lo = match from {
+        None => Bound::Unbounded,
+        Some(v) if range.from_exclusive => Bound::Excluded(v),
+        Some(v) => Bound::Included(v),
+    };
+    let hi = match to {
+        None => Bound::Unbounded,
+        Some(v) if range.to_inclusive => Bound::Included(v),
+        Some(v) => Bound::Excluded(v),
+    };
+    Ok((lo, hi))
 }
 
 /// The schema from the text argument or the file.
@@ -299,7 +351,7 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
     let t = db.table(&args.table)?;
     let schema = t.schema()?;
     let fields = check_index(&schema, &args.index, true)?;
-    let ranged = args.from.is_some() || args.to.is_some();
+    let ranged = args.range.from.is_some() || args.range.to.is_some();
     let field_list = || {
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         names.join(", ")
@@ -321,34 +373,11 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
         .zip(&args.eq)
         .map(|(f, a)| rows::parse_text(f, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("--eq: {e}"))))
         .collect::<Result<_>>()?;
-    let (mut lower, mut upper) = (Bound::Unbounded, Bound::Unbounded);
-    if ranged {
-        let field = fields[args.eq.len()];
-        let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
-            a.as_deref()
-                .map(|a| {
-                    rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
-                })
-                .transpose()
-        };
-        let from = parse("--from", &args.from)?;
-        let to = parse("--to", &args.to)?;
-        if let (Some(f), Some(t)) = (&from, &to)
-            && f.cmp_total(t).is_gt()
-        {
-            return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
-        }
-        lower = match from {
-            None => Bound::Unbounded,
-            Some(v) if args.from_exclusive => Bound::Excluded(v),
-            Some(v) => Bound::Included(v),
-        };
-        upper = match to {
-            None => Bound::Unbounded,
-            Some(v) if args.to_inclusive => Bound::Included(v),
-            Some(v) => Bound::Excluded(v),
-        };
-    }
+    let (lower, upper) = if ranged {
+        bounds(fields[args.eq.len()], &args.range)?
+    } else {
+        (Bound::Unbounded, Bound::Unbounded)
+    };
     let selected = t.rows(Query {
         index: args.index.clone(),
         eq,

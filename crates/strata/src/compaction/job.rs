@@ -31,6 +31,10 @@ pub struct JobResult {
     pub oldest_input_time: Option<u64>,
     /// Delete-tile pages dropped unread, and read while a delete covered them in part.
     pub pages: PageTally,
+    /// Seqnos of the secondary range deletes that a `Put` the outputs kept is older
+    /// than and covered by (kept for a snapshot): the outputs still need those records
+    /// (invariant RG of `compaction::tiles`). `None` for a trivial move.
+    pub records_needed: Option<std::collections::BTreeSet<SeqNo>>,
 }
 
 /// Pages of delete tiles a merge dropped whole or read in part.
@@ -134,6 +138,7 @@ pub fn run_compaction(
     if track_obligations && !task.bottommost {
         out.track_obligations();
     }
+    let mut needed = std::collections::BTreeSet::new();
     let mut merge = MergingIter::new(children, Direction::Forward);
     merge.seek_to_start()?;
     while merge.valid() {
@@ -147,7 +152,15 @@ pub fn run_compaction(
             )
         })?;
         match rules.decide_value(&p, merge.value()) {
-            (Decision::Keep, false) => out.add(ikey, merge.value())?,
+            (Decision::Keep, false) => {
+                if p.kind == ValueKind::Put
+                    && let Some(d) = deletes
+                    && let Some(k) = d.config.key.of(merge.value())
+                {
+                    needed.extend(d.records.iter().filter(|r| p.seq < r.seq && r.covers(k)).map(|r| r.seq));
+                }
+                out.add(ikey, merge.value())?
+            }
             (Decision::Keep, true) => {
                 // Killed by a secondary range delete: it goes on as the tombstone it
                 // reads as.
@@ -169,5 +182,6 @@ pub fn run_compaction(
     };
     result.bytes_written = written;
     result.edit.new_files.extend(files);
+    result.records_needed = Some(needed);
     Ok(result)
 }
