@@ -144,9 +144,12 @@ pub(crate) fn registry_for(tables: &BTreeMap<String, TableDef>, purged: Arc<Purg
     let mut r = Registry {
         primaries: Default::default(),
         secondaries: HashSet::new(),
+        seqno_readers: HashSet::new(),
         purged,
     };
     for def in tables.values() {
+        r.seqno_readers.insert(def.primary);
+        r.seqno_readers.extend(def.indexes.iter().map(|i| i.keyspace));
         if !def.is_deferred() || def.indexes.is_empty() {
             continue;
         }
