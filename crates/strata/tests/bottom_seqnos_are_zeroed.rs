@@ -1,7 +1,8 @@
 //! A bottommost compaction rewrites the seqno of a surviving `Put` to 0 when every live
 //! snapshot sees it (`compaction::job`): reads at every snapshot stay as they were,
 //! versions newer than the oldest snapshot keep their seqnos, and a table's keyspaces,
-//! whose seqnos the table layer compares, keep theirs.
+//! whose seqnos the table layer compares, keep theirs. Also the scan path these bottom
+//! runs make common: one run of visible puts, read without merge checks.
 
 use strata::table::catalog::{index_keyspace_name, primary_keyspace_name};
 use strata::table::schema::Schema;
@@ -123,4 +124,53 @@ fn a_tables_keyspaces_keep_their_seqnos() {
             assert_eq!(seen, 500, "{ks_name}");
         }
     }
+}
+
+/// A scan over one run of visible puts takes each key's first entry unchecked
+/// (`db::read`, `DirIter::step_plain`): a run that holds two versions of a key (a
+/// snapshot was live when it was written) still yields the newest once, inside the
+/// bounds, forward and backward.
+#[test]
+fn a_scan_of_one_run_with_two_versions_yields_the_newest_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    let ks = db.create_keyspace("kv").expect("ks");
+    for i in 0..300 {
+        ks.put(&key(i), b"v1").expect("put");
+    }
+    let snap = db.snapshot();
+    for i in (0..300).step_by(2) {
+        ks.put(&key(i), b"v2").expect("put");
+    }
+    db.compact_range().expect("compact");
+    drop(snap);
+    let want = |i: u32| -> (Vec<u8>, Vec<u8>) { (key(i), if i % 2 == 0 { b"v2".to_vec() } else { b"v1".to_vec() }) };
+    let all: Vec<_> = ks.scan(..).expect("scan").map(|r| r.expect("entry")).collect();
+    assert_eq!(all, (0..300).map(want).collect::<Vec<_>>());
+    let later = db.snapshot();
+    let bounded: Vec<_> = later
+        .scan(
+            &ks,
+            (std::ops::Bound::Excluded(key(10)), std::ops::Bound::Included(key(20))),
+        )
+        .expect("scan")
+        .map(|r| r.expect("entry"))
+        .collect();
+    assert_eq!(bounded, (11..=20).map(want).collect::<Vec<_>>());
+    let back: Vec<_> = ks
+        .scan(key(5)..key(9))
+        .expect("scan")
+        .rev()
+        .map(|r| r.expect("entry"))
+        .collect();
+    assert_eq!(back, (5..9).rev().map(want).collect::<Vec<_>>());
+    // A write in the memtable joins the merge again.
+    ks.put(&key(12), b"v3").expect("put");
+    ks.delete(&key(13)).expect("delete");
+    let mixed: Vec<_> = ks
+        .scan(key(11)..key(15))
+        .expect("scan")
+        .map(|r| r.expect("entry"))
+        .collect();
+    assert_eq!(mixed, vec![want(11), (key(12), b"v3".to_vec()), want(14)]);
 }
