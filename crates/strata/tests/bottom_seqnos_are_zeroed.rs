@@ -144,7 +144,16 @@ fn a_scan_of_one_run_with_two_versions_yields_the_newest_once() {
     }
     db.compact_range().expect("compact");
     drop(snap);
-    let want = |i: u32| -> (Vec<u8>, Vec<u8>) { (key(i), if i % 2 == 0 { b"v2".to_vec() } else { b"v1".to_vec() }) };
+    let want = |i: u32| -> (Vec<u8>, Vec<u8>) {
+        (
+            key(i),
+            if i.is_multiple_of(2) {
+                b"v2".to_vec()
+            } else {
+                b"v1".to_vec()
+            },
+        )
+    };
     let all: Vec<_> = ks.scan(..).expect("scan").map(|r| r.expect("entry")).collect();
     assert_eq!(all, (0..300).map(want).collect::<Vec<_>>());
     let later = db.snapshot();

@@ -189,7 +189,7 @@ pub fn get(mm: &MultiMap, keys: &[String], threads: usize, secs: u64, hot_reps: 
                     while !stop.stopped() {
                         let k = &keys[r.gen_range(0..keys.len())];
                         let t0 = Instant::now();
-                        let n = stream(&mm, k.as_bytes())?;
+                        let n = stream(mm, k.as_bytes())?;
                         let ns = t0.elapsed().as_nanos() as u64;
                         h[bin_of(n)].record(ns.max(1))?;
                         nk += 1;

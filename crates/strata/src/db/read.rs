@@ -228,6 +228,17 @@ impl DirIter {
         }
     }
 
+    /// Positions the merge on first use; false once the cursor is done.
+    fn begin(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        if !self.started {
+            self.start()?;
+        }
+        Ok(true)
+    }
+
     fn start(&mut self) -> Result<()> {
         self.started = true;
         match (self.dir, &self.lower, &self.upper) {
@@ -258,11 +269,8 @@ impl DirIter {
         if self.plain {
             return self.step_plain(want_value);
         }
-        if self.done {
+        if !self.begin()? {
             return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
         }
         while self.merge.valid() {
             let Some(p) = parse_internal_key(self.merge.key()) else {
@@ -307,11 +315,8 @@ impl DirIter {
     /// delete-where record). So the first entry of each user key is its answer and the
     /// others are skipped with one comparison each.
     fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if self.done {
+        if !self.begin()? {
             return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
         }
         while self.merge.valid() {
             let ikey = self.merge.key();
@@ -347,11 +352,8 @@ impl DirIter {
     /// Moves to the next visible entry going backward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_reverse(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if self.done {
+        if !self.begin()? {
             return Ok(None);
-        }
-        if !self.started {
-            self.start()?;
         }
         // Going backwards a user key's versions arrive oldest first; the last visible
         // one seen before the key changes is the newest.
