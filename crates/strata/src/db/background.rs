@@ -17,7 +17,8 @@ use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::tiles::DeleteJob;
 use crate::compaction::{
-    CompactionTask, Decision, DropRules, DropSink, JobContext, NoSink, Obligations, OutputWriter, run_compaction,
+    CompactionTask, Decision, DropRules, DropSink, Duties, JobContext, NoSink, Obligations, OutputWriter,
+    run_compaction,
 };
 use crate::error::{Error, Result};
 use crate::iter::merge::MergingIter;
@@ -283,7 +284,11 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     };
     let snapshots = inner.snapshot_list();
     let obligations = inner.obligations();
-    let keep = obligations.receives(task.keyspace);
+    let duties = |track_obligations| Duties {
+        keep_shadowed_tombstones: obligations.receives(task.keyspace),
+        track_obligations,
+        seqnos_read: obligations.reads_seqnos(task.keyspace),
+    };
     let ctx = inner.job_ctx_for(&inner.current())?;
     let sink = match task.trivial_move {
         true => None,
@@ -291,7 +296,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     };
     let (mut result, counts) = match sink {
         Some(mut sink) => {
-            let mut result = run_compaction(&ctx, task, output_run, snapshots, keep, true, sink.as_mut())?;
+            let mut result = run_compaction(&ctx, task, output_run, snapshots, duties(true), sink.as_mut())?;
             if sink.spared() > 0 {
                 // The deletes that stand in for the ones not emitted must be durable
                 // before the versions they name disappear from the manifest.
@@ -309,7 +314,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             (result, counts)
         }
         None => (
-            run_compaction(&ctx, task, output_run, snapshots, keep, false, &mut NoSink)?,
+            run_compaction(&ctx, task, output_run, snapshots, duties(false), &mut NoSink)?,
             BTreeMap::new(),
         ),
     };

@@ -151,9 +151,12 @@ pub(crate) fn registry_for(tables: &BTreeMap<String, TableDef>, purged: Arc<Purg
     let mut r = Registry {
         primaries: Default::default(),
         secondaries: HashSet::new(),
+        seqno_readers: HashSet::new(),
         purged,
     };
     for def in tables.values() {
+        r.seqno_readers.insert(def.primary);
+        r.seqno_readers.extend(def.indexes.iter().map(|i| i.keyspace));
         if !def.emits_deferred_deletes() {
             continue;
         }
