@@ -263,14 +263,6 @@ impl DirIter {
         Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
-    /// Starts the scan on first use; false once it is exhausted.
-    fn begin(&mut self) -> Result<bool> {
-        if !self.done && !self.started {
-            self.start()?;
-        }
-        Ok(!self.done)
-    }
-
     /// Moves to the next visible entry going forward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_forward(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
