@@ -28,18 +28,21 @@ fn fill(t: &Table, n: u64) {
     }
 }
 
+/// A fresh small database holding one table of `schema`.
+fn open_table(schema: &str) -> (tempfile::TempDir, Db, Table) {
+    let dir = tempdir();
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let t = create_table(&db, schema);
+    (dir, db, t)
+}
+
 #[test]
 fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
     for mode in ["eager", "deferred"] {
-        let dir = tempdir();
-        let db = Db::open(dir.path(), small_options()).expect("open");
-        let t = create_table(
-            &db,
-            &format!(
-                "table t (id u64, ts u64, name str, pad bytes) primary key (id) index by_name (name) \
+        let (dir, db, t) = open_table(&format!(
+            "table t (id u64, ts u64, name str, pad bytes) primary key (id) index by_name (name) \
                  index by_ts (ts) delete key (ts) {mode}"
-            ),
-        );
+        ));
         fill(&t, 600);
         db.flush().expect("flush");
         db.compact_range().expect("compact");
@@ -104,12 +107,7 @@ fn deleted_rows_leave_every_read_and_their_index_entries_go_in_both_modes() {
 
 #[test]
 fn a_table_without_indexes_drops_whole_pages_unread() {
-    let dir = tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
-    let t = create_table(
-        &db,
-        "table t (id u64, ts u64, name str, pad bytes) primary key (id) eager",
-    );
+    let (_dir, db, t) = open_table("table t (id u64, ts u64, name str, pad bytes) primary key (id) eager");
     t.set_delete_key("ts", TileChoice::Fixed(8)).expect("set_delete_key");
     // Time ordered by id's blocks: most pages of a tile hold one ts range.
     for id in 0..2000u64 {
@@ -129,10 +127,7 @@ fn a_table_without_indexes_drops_whole_pages_unread() {
 
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
-    let dir = tempdir();
-    let db = Db::open(dir.path(), small_options()).expect("open");
-    let t = create_table(
-        &db,
+    let (_dir, db, t) = open_table(
         "table t (id u64, ts u64, name str, pad bytes) primary key (id) index by_name (name) delete key (ts) eager",
     );
     fill(&t, 50);
