@@ -200,9 +200,14 @@ fn kill_one(
     let mut state = Watch::default();
     let deadline = Instant::now() + Duration::from_secs(60);
     let point = if cycle.is_multiple_of(5) {
-        state.wait_until(|s| s.opening, &rx, &mut child, stderr_log, deadline, || {
-            format!("cycle {cycle}: the child did not start within 60 s")
-        })?;
+        state.wait_until(
+            |s| s.opening,
+            &rx,
+            &mut child,
+            stderr_log,
+            deadline,
+            || format!("cycle {cycle}: the child did not start within 60 s"),
+        )?;
         // Somewhere inside the open, judging by how long the last one took.
         std::thread::sleep(Duration::from_micros(rng.gen_range(0..=*open_micros)));
         state.drain(&rx);
@@ -212,9 +217,14 @@ fn kill_one(
             KillPoint::DuringOpen
         }
     } else {
-        state.wait_until(|s| s.ready, &rx, &mut child, stderr_log, deadline, || {
-            format!("cycle {cycle}: the child did not open the database within 60 s")
-        })?;
+        state.wait_until(
+            |s| s.ready,
+            &rx,
+            &mut child,
+            stderr_log,
+            deadline,
+            || format!("cycle {cycle}: the child did not open the database within 60 s"),
+        )?;
         let wait = Duration::from_millis(rng.gen_range(a.min_kill_ms..=a.max_kill_ms));
         let until = Instant::now() + wait;
         while let Some(left) = until.checked_duration_since(Instant::now()) {
