@@ -202,6 +202,15 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             "no database given: pass --db DIR or set STRATA_DB".into(),
         ));
     };
+    if crate::store::is_partitioned(dir) {
+        return Err(CliError::Runtime(format!(
+            "{} is a partitioned database: this command works on one database (the row, select, \
+             tables, table-stats and table-ingest --partition commands take a partitioned one; \
+             pass --db {}/p000 for one partition)",
+            dir.display(),
+            dir.display()
+        )));
+    }
     Ok(Db::open(dir, open_options(create))?)
 }
 
