@@ -210,14 +210,20 @@ mod tests {
         (tmp, STREAMS.iter().map(|s| StreamModel::new(*s)).collect())
     }
 
+    /// A fresh database whose kv0 stream holds commits up to `n`.
+    fn fresh_with(n: u64) -> (tempfile::TempDir, Vec<StreamModel>) {
+        let (tmp, models) = fresh();
+        commit_kv0(tmp.path(), n);
+        (tmp, models)
+    }
+
     fn acks(n: u64) -> HashMap<String, u64> {
         HashMap::from([("kv0".to_string(), n)])
     }
 
     #[test]
     fn a_consistent_database_passes() {
-        let (tmp, mut models) = fresh();
-        commit_kv0(tmp.path(), 25);
+        let (tmp, mut models) = fresh_with(25);
         // 24 acknowledged, commit 24 durable but unacknowledged: allowed.
         let v = verify(tmp.path(), &mut models, &acks(23)).expect("verify");
         assert_eq!(v.recovered.get("kv0"), Some(&Some(24)));
@@ -226,28 +232,24 @@ mod tests {
 
     #[test]
     fn a_lost_acknowledged_commit_fails() {
-        let (tmp, mut models) = fresh();
-        commit_kv0(tmp.path(), 10);
+        let (tmp, mut models) = fresh_with(10);
         let e = verify(tmp.path(), &mut models, &acks(12)).expect_err("lost commits");
         assert!(e.to_string().contains("holds only up to 9"), "{e}");
     }
 
     #[test]
     fn a_commit_lost_after_an_earlier_check_fails() {
-        let (tmp, mut models) = fresh();
-        commit_kv0(tmp.path(), 10);
+        let (tmp, mut models) = fresh_with(10);
         verify(tmp.path(), &mut models, &acks(8)).expect("first check");
         // A second database with fewer commits stands in for one that lost commit 9.
-        let (tmp2, _) = fresh();
-        commit_kv0(tmp2.path(), 9);
+        let (tmp2, _) = fresh_with(9);
         let e = verify(tmp2.path(), &mut models, &acks(8)).expect_err("commit 9 vanished");
         assert!(e.to_string().contains("acknowledged or seen"), "{e}");
     }
 
     #[test]
     fn a_half_applied_commit_fails() {
-        let (tmp, mut models) = fresh();
-        commit_kv0(tmp.path(), 12);
+        let (tmp, mut models) = fresh_with(12);
         {
             // Commit 12's counter without the rest of its batch.
             let db = Db::open(tmp.path(), options()).expect("open");
