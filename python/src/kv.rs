@@ -24,25 +24,53 @@ use crate::convert::{bound_arg, bytes_arg};
 use crate::errors;
 use crate::pending::Pending;
 
-/// What every object of one open database shares.
-pub struct Shared {
+/// What every object of one open database shares: a `Db`, or a `PartitionedDb` for
+/// `strata.open_partitioned`.
+pub struct Shared<D = Db> {
     /// `None` once closed.
-    db: RwLock<Option<Db>>,
+    db: RwLock<Option<D>>,
     closed: AtomicBool,
     pub path: String,
 }
 
-impl Shared {
+/// Objects that raise `ClosedError` once their database is closed.
+pub trait Alive {
     /// `ClosedError` once `close()` has begun.
-    pub fn check(&self, py: Python<'_>) -> PyResult<()> {
+    fn check(&self, py: Python<'_>) -> PyResult<()>;
+}
+
+impl<D> Alive for Shared<D> {
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(py));
         }
         Ok(())
     }
+}
+
+impl<T: Alive + ?Sized> Alive for Arc<T> {
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        (**self).check(py)
+    }
+}
+
+impl<D: Send + Sync> Shared<D> {
+    /// An open database at `path`.
+    pub fn new(db: D, path: String) -> Self {
+        Shared {
+            db: RwLock::new(Some(db)),
+            closed: AtomicBool::new(false),
+            path,
+        }
+    }
+
+    /// True once `close()` has begun.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
 
     /// Runs `f` on the engine with the GIL released.
-    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Db) -> strata::Result<T> + Send) -> PyResult<T> {
+    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&D) -> strata::Result<T> + Send) -> PyResult<T> {
         self.check(py)?;
         py.detach(|| {
             let g = self.db.read();
@@ -54,6 +82,21 @@ impl Shared {
         .map_err(|e| errors::to_py(py, e))
     }
 
+    /// Marks the database closed and hands it to `close` with the GIL released (once:
+    /// closing twice does nothing).
+    pub fn close(&self, py: Python<'_>, close: impl FnOnce(D) -> strata::Result<()> + Send) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        py.detach(|| match self.db.write().take() {
+            Some(db) => close(db),
+            None => Ok(()),
+        })
+        .map_err(|e| errors::to_py(py, e))
+    }
+}
+
+impl Shared<Db> {
     /// The engine keyspace `name`, created when missing and `create` is true.
     pub fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<EngineKeyspace> {
         self.with_db(py, |db| {
@@ -67,7 +110,11 @@ impl Shared {
 }
 
 /// Runs `f` with the GIL released and maps its error.
-pub fn engine<T: Send>(py: Python<'_>, shared: &Shared, f: impl FnOnce() -> strata::Result<T> + Send) -> PyResult<T> {
+pub fn engine<T: Send>(
+    py: Python<'_>,
+    shared: &(impl Alive + ?Sized),
+    f: impl FnOnce() -> strata::Result<T> + Send,
+) -> PyResult<T> {
     shared.check(py)?;
     py.detach(f).map_err(|e| errors::to_py(py, e))
 }
@@ -193,11 +240,7 @@ methods!(
             .map_err(|e| errors::to_py(py, e))?;
         let default = db.default_keyspace();
         Ok(Database {
-            shared: Arc::new(Shared {
-                db: RwLock::new(Some(db)),
-                closed: AtomicBool::new(false),
-                path: path.display().to_string(),
-            }),
+            shared: Arc::new(Shared::new(db, path.display().to_string())),
             default,
         })
     }
@@ -211,21 +254,13 @@ methods!(
     /// True once `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.is_closed()
     }
 
     /// Flushes and closes the database; later calls on it, its keyspaces, tables,
     /// iterators and snapshots raise `ClosedError`. Closing twice does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let shared = &self.shared;
-        py.detach(|| match shared.db.write().take() {
-            Some(db) => db.close(),
-            None => Ok(()),
-        })
-        .map_err(|e| errors::to_py(py, e))
+        self.shared.close(py, Db::close)
     }
 
     fn __repr__(&self) -> String {
@@ -308,12 +343,12 @@ methods!(
     /// Creates a table. `schema` is the text form, e.g. `"table users (id u64, name
     /// str, age i64) primary key (id) index by_age (age) deferred"`, or a dict (see
     /// docs/python.md).
-    fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<crate::table::Table> {
+    fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<Py<crate::table::Table>> {
         crate::table::create(py, &self.shared, schema)
     }
 
     /// The existing table `name` (`NotFoundError` if there is none).
-    fn table(&self, py: Python<'_>, name: &str) -> PyResult<crate::table::Table> {
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<Py<crate::table::Table>> {
         crate::table::open(py, &self.shared, name)
     }
 
@@ -512,7 +547,7 @@ impl<T> Prefetch<T> {
     pub fn next(
         &mut self,
         py: Python<'_>,
-        shared: &Shared,
+        shared: &(impl Alive + ?Sized),
         fill: impl FnOnce(usize, &mut std::collections::VecDeque<T>) -> strata::Result<()> + Send,
     ) -> PyResult<Option<T>>
     where
@@ -546,7 +581,7 @@ impl<T> Prefetch<T> {
     pub fn next_of(
         &mut self,
         py: Python<'_>,
-        shared: &Shared,
+        shared: &(impl Alive + ?Sized),
         mut step: impl FnMut() -> Option<strata::Result<T>> + Send,
     ) -> PyResult<Option<T>>
     where

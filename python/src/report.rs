@@ -80,3 +80,31 @@ pub fn table_stats<'py>(py: Python<'py>, s: &strata::table::TableStats) -> PyRes
     d.set_item("indexes", ixs)?;
     Ok(d)
 }
+
+/// `Table.ingest()` and `PartitionedTable.ingest()`.
+pub fn ingest<'py>(py: Python<'py>, r: &strata::IngestReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let files = PyList::empty(py);
+    let mut bytes = 0;
+    for f in &r.files {
+        let fd = PyDict::new(py);
+        fd.set_item("source", f.source.display().to_string())?;
+        fd.set_item("keyspace", &f.keyspace)?;
+        for (k, v) in [
+            ("number", f.number),
+            ("level", u64::from(f.level)),
+            ("entries", f.entries),
+            ("bytes", f.bytes),
+        ] {
+            fd.set_item(k, v)?;
+        }
+        fd.set_item("linked", f.linked)?;
+        bytes += f.bytes;
+        files.append(fd)?;
+    }
+    d.set_item("files", files)?;
+    d.set_item("bytes", bytes)?;
+    d.set_item("global_seq", r.global_seq)?;
+    d.set_item("flushed_memtable", r.flushed_memtable)?;
+    Ok(d)
+}

@@ -16,34 +16,62 @@ use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
 use crate::errors;
-use crate::kv::{Prefetch, Shared, Snapshot, busy, engine, methods};
+use crate::kv::{Alive, Prefetch, Shared, Snapshot, busy, engine, methods};
 use crate::pending::Pending;
 
-/// What a table handle knows.
-pub struct Info {
-    pub table: strata::table::Table,
-    pub fields: Vec<FieldSpec>,
+/// Runs `ingest` on `dir` (linking when `move_`) and, after a successful move, removes
+/// the source directory: the database now owns the linked files.
+pub fn ingest_dir(
+    dir: &std::path::Path,
+    move_: bool,
+    ingest: impl FnOnce(&std::path::Path, strata::IngestOptions) -> strata::Result<strata::IngestReport>,
+) -> strata::Result<strata::IngestReport> {
+    let report = ingest(dir, strata::IngestOptions { link_files: move_ })?;
+    if move_ {
+        std::fs::remove_dir_all(dir).map_err(|e| strata::Error::io(dir, e))?;
+    }
+    Ok(report)
+}
+
+/// The primary key values of `obj` (a value, or a tuple of the key's fields), given the
+/// fields and the primary key's positions among them.
+pub fn pk_values(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], pk: &[usize]) -> PyResult<Vec<Value>> {
+    let key: Vec<&FieldSpec> = pk.iter().map(|&i| &fields[i]).collect();
+    let v = key_values(py, obj, &key, "primary key")?;
+    if v.len() != key.len() {
+        return Err(errors::invalid(
+            py,
+            format!("primary key has {} fields, {} given", key.len(), v.len()),
+        ));
+    }
+    Ok(v)
+}
+
+/// What a table handle knows: the engine's table (a `Table`, or a `PartitionedTable`),
+/// its fields and the positions of its primary key fields.
+pub struct Info<T = strata::table::Table> {
+    pub table: T,
+    pub fields: Arc<Vec<FieldSpec>>,
     pub pk: Vec<usize>,
 }
 
-impl Info {
-    fn pk_fields(&self) -> Vec<&FieldSpec> {
+impl<T> Info<T> {
+    /// What a handle of `table` with `schema` knows.
+    pub fn new(py: Python<'_>, table: T, schema: &Schema) -> PyResult<Arc<Info<T>>> {
+        let fields = Arc::new(field_specs(py, schema));
+        let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
+        Ok(Arc::new(Info { table, fields, pk }))
+    }
+
+    pub fn pk_fields(&self) -> Vec<&FieldSpec> {
         self.pk.iter().map(|&i| &self.fields[i]).collect()
     }
 
-    fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
-        let fields = self.pk_fields();
-        let v = key_values(py, obj, &fields, "primary key")?;
-        if v.len() != fields.len() {
-            return Err(errors::invalid(
-                py,
-                format!("primary key has {} fields, {} given", fields.len(), v.len()),
-            ));
-        }
-        Ok(v)
+    pub fn pk(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+        pk_values(py, obj, &self.fields, &self.pk)
     }
 
-    fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
+    pub fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
         let mut set = Vec::with_capacity(changes.len());
         for (k, v) in changes.iter() {
             let name: String = k.extract()?;
@@ -56,9 +84,331 @@ impl Info {
     }
 }
 
+/// The engine table behind a table object: one database's, or a partitioned one's
+/// (each statement routed to the row's partition).
+pub enum Handle {
+    One(strata::table::Table),
+    Parts(Box<strata::PartitionedTable>),
+}
+
+/// `$call` on the handle's table, whichever kind it is.
+macro_rules! dispatch {
+    ($handle:expr, $t:ident => $call:expr) => {
+        match $handle {
+            Handle::One($t) => $call,
+            Handle::Parts($t) => $call,
+        }
+    };
+}
+
+/// Applies a [`Query`], `reverse` and `limit` to a select builder: a table's `Select`
+/// or a partitioned table's, which have the same methods.
+macro_rules! query_select {
+    ($sel:expr, $q:expr, $reverse:expr, $limit:expr) => {{
+        let (q, mut sel) = ($q, $sel);
+        if let Some(vals) = q.eq {
+            sel = sel.eq(vals);
+        }
+        if let Some((lo, hi)) = q.range {
+            sel = sel.range(lo, hi);
+        }
+        if $reverse {
+            sel = sel.reverse();
+        }
+        if let Some(n) = $limit {
+            sel = sel.limit(n);
+        }
+        sel
+    }};
+}
+
+impl Handle {
+    fn name(&self) -> &str {
+        dispatch!(self, t => t.name())
+    }
+
+    fn schema(&self) -> strata::Result<Schema> {
+        dispatch!(self, t => t.schema())
+    }
+
+    fn insert(&self, row: Vec<Value>) -> strata::Result<()> {
+        dispatch!(self, t => t.insert(row))
+    }
+
+    fn replace(&self, row: Vec<Value>) -> strata::Result<()> {
+        dispatch!(self, t => t.replace(row))
+    }
+
+    fn delete(&self, pk: &[Value]) -> strata::Result<()> {
+        dispatch!(self, t => t.delete(pk))
+    }
+
+    fn update(&self, pk: &[Value], set: &[(&str, Value)]) -> strata::Result<bool> {
+        dispatch!(self, t => t.update(pk, set))
+    }
+
+    fn get(&self, pk: &[Value]) -> strata::Result<Option<Vec<Value>>> {
+        dispatch!(self, t => t.get(pk))
+    }
+
+    fn count(&self) -> strata::Result<u64> {
+        match self {
+            Handle::One(t) => t.count(),
+            Handle::Parts(t) => t.select(strata::table::select::PRIMARY).count(),
+        }
+    }
+}
+
+/// What `Table` and `PartitionedTable` share (their Python base class): the name,
+/// fields and schema, and the statements on one row.
+#[pyclass(subclass, frozen, module = "strata", name = "TableBase")]
+pub struct TableBase {
+    alive: Arc<dyn Alive + Send + Sync>,
+    info: Arc<Info<Handle>>,
+}
+
+impl TableBase {
+    /// The base of a table object whose other part knows `info`.
+    pub fn new<T>(alive: Arc<dyn Alive + Send + Sync>, table: Handle, info: &Info<T>) -> TableBase {
+        TableBase {
+            alive,
+            info: Arc::new(Info {
+                table,
+                fields: info.fields.clone(),
+                pk: info.pk.clone(),
+            }),
+        }
+    }
+}
+
+#[pymethods]
+impl TableBase {
+    /// The table name.
+    #[getter]
+    fn name(&self) -> String {
+        self.info.table.name().to_string()
+    }
+
+    /// Field names, in row order.
+    #[getter]
+    fn fields(&self) -> Vec<String> {
+        self.info.fields.iter().map(|f| f.text.clone()).collect()
+    }
+
+    /// The schema in its text form.
+    #[getter]
+    fn schema(&self, py: Python<'_>) -> PyResult<String> {
+        let t = &self.info.table;
+        Ok(engine(py, &self.alive, || t.schema())?.to_string())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<strata.{} {:?}>",
+            match self.info.table {
+                Handle::One(_) => "Table",
+                Handle::Parts(_) => "PartitionedTable",
+            },
+            self.info.table.name()
+        )
+    }
+
+    /// Inserts a row; `IntegrityError` if its primary key (or a unique key) exists.
+    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        engine(py, &self.alive, || self.info.table.insert(r))
+    }
+
+    /// Inserts the row, or overwrites the row with the same primary key.
+    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
+        let r = to_row(py, row, &self.info.fields)?;
+        engine(py, &self.alive, || self.info.table.replace(r))
+    }
+
+    /// Deletes the row with primary key `pk` (a value, or a tuple for a composite key);
+    /// no error if there is none.
+    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = self.info.pk(py, pk)?;
+        engine(py, &self.alive, || self.info.table.delete(&k))
+    }
+
+    /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
+    /// False when there is no such row.
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let k = self.info.pk(py, pk)?;
+        let set = self.info.changes(py, changes)?;
+        engine(py, &self.alive, || {
+            let refs: Vec<(&str, Value)> = set.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+            self.info.table.update(&k, &refs)
+        })
+    }
+
+    /// The row with primary key `pk` as a dict, or `default`.
+    #[pyo3(signature = (pk, default=None))]
+    fn get(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = self.info.pk(py, pk)?;
+        match engine(py, &self.alive, || self.info.table.get(&k))? {
+            Some(row) => Ok(row_to_dict(py, &row, &self.info.fields)?.into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    /// Rows through `index` ("primary" or a secondary index): equality on the first
+    /// fields (`eq`, a value or a tuple), then a range `(low, high)` on the next one
+    /// (`None` = unbounded; `bounds` "[)" by default, or "[]", "(]", "()"), ascending
+    /// or `reverse`, at most `limit`, at `snapshot` (not on a partitioned table, whose
+    /// snapshot would be one per partition, not one cut). A lazy iterator of dicts; on
+    /// a partitioned table every partition's rows merged in index order (ties by
+    /// primary key).
+    #[pyo3(signature = (index="primary", eq=None, range=None, bounds="[)", reverse=false, limit=None, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        py: Python<'_>,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyTuple>>,
+        bounds: &str,
+        reverse: bool,
+        limit: Option<u64>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Rows> {
+        let schema = engine(py, &self.alive, || self.info.table.schema())?;
+        let q = Query::parse(py, &self.info, &schema, index, eq, range, bounds)?;
+        let rows: RowSource = match &self.info.table {
+            Handle::One(t) => {
+                let mut sel = query_select!(t.select(index), q, reverse, limit);
+                let snap = match snapshot {
+                    Some(s) => {
+                        let s = s.get();
+                        if !std::ptr::addr_eq(Arc::as_ptr(&s.shared), Arc::as_ptr(&self.alive)) {
+                            return Err(errors::invalid(py, "the snapshot belongs to another database"));
+                        }
+                        Some(s.engine_snapshot(py)?)
+                    }
+                    None => None,
+                };
+                if let Some(s) = &snap {
+                    sel = sel.at(s);
+                }
+                Box::new(engine(py, &self.alive, || sel.rows())?)
+            }
+            Handle::Parts(t) => {
+                if snapshot.is_some() {
+                    return Err(errors::invalid(py, "a partitioned table's select takes no snapshot"));
+                }
+                let sel = query_select!(t.select(index), q, reverse, limit);
+                Box::new(engine(py, &self.alive, || sel.rows())?)
+            }
+        };
+        Ok(Rows::new(self.alive.clone(), self.info.fields.clone(), rows))
+    }
+
+    /// Number of rows (a scan of the primary index, of every partition).
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        engine(py, &self.alive, || self.info.table.count())
+    }
+}
+
+/// The conditions of a `select`: equality on the index's first fields, then a range
+/// on the next one.
+pub struct Query {
+    pub eq: Option<Vec<Value>>,
+    pub range: Option<(B<Value>, B<Value>)>,
+}
+
+impl Query {
+    /// Converts `select`'s arguments for `index` ("primary" or a secondary index of
+    /// `schema`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn parse<T>(
+        py: Python<'_>,
+        info: &Info<T>,
+        schema: &Schema,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyTuple>>,
+        bounds: &str,
+    ) -> PyResult<Query> {
+        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
+            info.pk_fields()
+        } else {
+            let def = schema
+                .index(index)
+                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
+            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
+            pos.iter().map(|&i| &info.fields[i]).collect()
+        };
+        let mut q = Query { eq: None, range: None };
+        let mut n_eq = 0;
+        if let Some(eq) = eq.filter(|e| !e.is_none()) {
+            let vals = key_values(py, eq, &key, "eq")?;
+            n_eq = vals.len();
+            q.eq = Some(vals);
+        }
+        if let Some(r) = range {
+            if r.len() != 2 {
+                return Err(errors::invalid(py, "range must be a (low, high) pair"));
+            }
+            let Some(field) = key.get(n_eq) else {
+                return Err(errors::invalid(
+                    py,
+                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
+                ));
+            };
+            let (lo_inc, hi_inc) = match bounds {
+                "[)" => (true, false),
+                "[]" => (true, true),
+                "(]" => (false, true),
+                "()" => (false, false),
+                _ => {
+                    return Err(errors::invalid(
+                        py,
+                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
+                    ));
+                }
+            };
+            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
+                if obj.is_none() {
+                    return Ok(B::Unbounded);
+                }
+                let v = to_value(py, &obj, field)?;
+                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
+            };
+            q.range = Some((end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?));
+        }
+        Ok(q)
+    }
+}
+
 fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>> {
     let schema = py.detach(|| table.schema()).map_err(|e| errors::to_py(py, e))?;
-    let fields = schema
+    Info::new(py, table, &schema)
+}
+
+/// A schema argument: the text form (`"table users (id u64, name str) primary key (id)
+/// index by_name (name) deferred"`), a dict (see docs/python.md) or, where `tables` is
+/// true, a `Table` (its current schema).
+pub fn schema_arg(py: Python<'_>, schema: &Bound<'_, PyAny>, tables: bool) -> PyResult<Schema> {
+    let text = if let Ok(s) = schema.cast::<PyString>() {
+        s.to_str()?.to_owned()
+    } else if let Ok(d) = schema.cast::<PyDict>() {
+        schema_text(py, d)?
+    } else if let (true, Ok(t)) = (tables, schema.cast::<Table>()) {
+        return t.get().engine_schema(py);
+    } else {
+        let also = if tables { ", a dict or a Table" } else { " or a dict" };
+        return Err(PyTypeError::new_err(format!(
+            "schema must be a str{also}, not {}",
+            type_name(schema)
+        )));
+    };
+    Schema::parse(&text).map_err(|e| errors::to_py(py, e))
+}
+
+/// The conversion specs of `schema`'s fields.
+pub fn field_specs(py: Python<'_>, schema: &Schema) -> Vec<FieldSpec> {
+    schema
         .fields
         .iter()
         .map(|f| FieldSpec {
@@ -67,39 +417,30 @@ fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>>
             ty: f.ty,
             nullable: f.nullable,
         })
-        .collect();
-    let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
-    Ok(Arc::new(Info { table, fields, pk }))
+        .collect()
 }
 
-/// `Database.create_table(schema)`: `schema` is the text form (`"table users (id u64,
-/// name str) primary key (id) index by_name (name) deferred"`) or a dict (see
-/// docs/python.md).
-pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Table> {
-    let text = if let Ok(s) = schema.cast::<PyString>() {
-        s.to_str()?.to_owned()
-    } else if let Ok(d) = schema.cast::<PyDict>() {
-        schema_text(py, d)?
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "schema must be a str or a dict, not {}",
-            type_name(schema)
-        )));
-    };
-    let t = shared.with_db(py, |db| db.create_table(Schema::parse(&text)?))?;
-    Ok(Table {
-        shared: shared.clone(),
-        info: open_info(py, t)?,
-    })
+/// `Database.create_table(schema)`: `schema` as [`schema_arg`] takes it (no `Table`).
+pub fn create(py: Python<'_>, shared: &Arc<Shared>, schema: &Bound<'_, PyAny>) -> PyResult<Py<Table>> {
+    let schema = schema_arg(py, schema, false)?;
+    let t = shared.with_db(py, |db| db.create_table(schema))?;
+    new_table(py, shared, t)
 }
 
 /// `Database.table(name)`.
-pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str) -> PyResult<Table> {
+pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str) -> PyResult<Py<Table>> {
     let t = shared.with_db(py, |db| db.table(name))?;
-    Ok(Table {
+    new_table(py, shared, t)
+}
+
+fn new_table(py: Python<'_>, shared: &Arc<Shared>, t: strata::table::Table) -> PyResult<Py<Table>> {
+    let info = open_info(py, t.clone())?;
+    let base = TableBase::new(shared.clone(), Handle::One(t), &info);
+    let table = Table {
         shared: shared.clone(),
-        info: open_info(py, t)?,
-    })
+        info,
+    };
+    Py::new(py, PyClassInitializer::from(base).add_subclass(table))
 }
 
 /// The text form of a dict schema: `{"name": ..., "fields": {name: "u64" | "str null",
@@ -186,172 +527,22 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
 
 /// A table: rows with a primary key and secondary indexes. Rows go in as dicts (by
 /// field name) or tuples (in field order) and come out as dicts.
-#[pyclass(frozen, module = "strata")]
+#[pyclass(extends = TableBase, frozen, module = "strata")]
 pub struct Table {
     shared: Arc<Shared>,
     info: Arc<Info>,
 }
 
+impl Table {
+    /// The table's current schema, read with the GIL released.
+    pub fn engine_schema(&self, py: Python<'_>) -> PyResult<Schema> {
+        let t = &self.info.table;
+        engine(py, &self.shared, || t.schema())
+    }
+}
+
 #[pymethods]
 impl Table {
-    /// The table name.
-    #[getter]
-    fn name(&self) -> String {
-        self.info.table.name().to_string()
-    }
-
-    /// Field names, in row order.
-    #[getter]
-    fn fields(&self) -> Vec<String> {
-        self.info.fields.iter().map(|f| f.text.clone()).collect()
-    }
-
-    /// The schema in its text form.
-    #[getter]
-    fn schema(&self, py: Python<'_>) -> PyResult<String> {
-        let t = &self.info.table;
-        Ok(engine(py, &self.shared, || t.schema())?.to_string())
-    }
-
-    fn __repr__(&self) -> String {
-        format!("<strata.Table {:?}>", self.info.table.name())
-    }
-
-    /// Inserts a row; `IntegrityError` if its primary key (or a unique key) exists.
-    fn insert(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
-        let r = to_row(py, row, &self.info.fields)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.insert(r))
-    }
-
-    /// Inserts the row, or overwrites the row with the same primary key.
-    fn replace(&self, py: Python<'_>, row: &Bound<'_, PyAny>) -> PyResult<()> {
-        let r = to_row(py, row, &self.info.fields)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.replace(r))
-    }
-
-    /// Deletes the row with primary key `pk` (a value, or a tuple for a composite key);
-    /// no error if there is none.
-    fn delete(&self, py: Python<'_>, pk: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = self.info.pk(py, pk)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.delete(&k))
-    }
-
-    /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
-    /// False when there is no such row.
-    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
-        let k = self.info.pk(py, pk)?;
-        let set = self.info.changes(py, changes)?;
-        let t = &self.info.table;
-        engine(py, &self.shared, || {
-            let refs: Vec<(&str, Value)> = set.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-            t.update(&k, &refs)
-        })
-    }
-
-    /// The row with primary key `pk` as a dict, or `default`.
-    #[pyo3(signature = (pk, default=None))]
-    fn get(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let k = self.info.pk(py, pk)?;
-        let t = &self.info.table;
-        match engine(py, &self.shared, || t.get(&k))? {
-            Some(row) => Ok(row_to_dict(py, &row, &self.info.fields)?.into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    /// Rows through `index` ("primary" or a secondary index): equality on the first
-    /// fields (`eq`, a value or a tuple), then a range `(low, high)` on the next one
-    /// (`None` = unbounded; `bounds` "[)" by default, or "[]", "(]", "()"), ascending
-    /// or `reverse`, at most `limit`, at `snapshot`. A lazy iterator of dicts.
-    #[pyo3(signature = (index="primary", eq=None, range=None, bounds="[)", reverse=false, limit=None, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn select(
-        &self,
-        py: Python<'_>,
-        index: &str,
-        eq: Option<&Bound<'_, PyAny>>,
-        range: Option<&Bound<'_, PyTuple>>,
-        bounds: &str,
-        reverse: bool,
-        limit: Option<u64>,
-        snapshot: Option<&Bound<'_, Snapshot>>,
-    ) -> PyResult<Rows> {
-        let t = &self.info.table;
-        let schema = engine(py, &self.shared, || t.schema())?;
-        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
-            self.info.pk_fields()
-        } else {
-            let def = schema
-                .index(index)
-                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
-            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
-            pos.iter().map(|&i| &self.info.fields[i]).collect()
-        };
-        let mut sel = t.select(index);
-        let mut n_eq = 0;
-        if let Some(eq) = eq.filter(|e| !e.is_none()) {
-            let vals = key_values(py, eq, &key, "eq")?;
-            n_eq = vals.len();
-            sel = sel.eq(vals);
-        }
-        if let Some(r) = range {
-            if r.len() != 2 {
-                return Err(errors::invalid(py, "range must be a (low, high) pair"));
-            }
-            let Some(field) = key.get(n_eq) else {
-                return Err(errors::invalid(
-                    py,
-                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
-                ));
-            };
-            let (lo_inc, hi_inc) = match bounds {
-                "[)" => (true, false),
-                "[]" => (true, true),
-                "(]" => (false, true),
-                "()" => (false, false),
-                _ => {
-                    return Err(errors::invalid(
-                        py,
-                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
-                    ));
-                }
-            };
-            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
-                if obj.is_none() {
-                    return Ok(B::Unbounded);
-                }
-                let v = to_value(py, &obj, field)?;
-                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
-            };
-            sel = sel.range(end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?);
-        }
-        if reverse {
-            sel = sel.reverse();
-        }
-        if let Some(n) = limit {
-            sel = sel.limit(n);
-        }
-        let snap = Snapshot::of(py, &self.shared, snapshot)?;
-        if let Some(s) = &snap {
-            sel = sel.at(s);
-        }
-        let rows = engine(py, &self.shared, || sel.rows())?;
-        Ok(Rows {
-            shared: self.shared.clone(),
-            info: self.info.clone(),
-            rows: Mutex::new((Prefetch::new(), rows)),
-        })
-    }
-
-    /// Number of rows (a scan of the primary index).
-    fn count(&self, py: Python<'_>) -> PyResult<u64> {
-        let t = &self.info.table;
-        engine(py, &self.shared, || t.count())
-    }
-
     /// Replaces every row of `rows` (an iterable of dicts or tuples, or a
     /// `pyarrow.Table`) in one atomic transaction; returns the number of rows.
     fn replace_many(&self, py: Python<'_>, rows: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -399,6 +590,26 @@ impl Table {
     fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<()> {
         let t = &self.info.table;
         engine(py, &self.shared, || t.drop_index(name))
+    }
+
+    /// Installs the files a `TableWriter` wrote to `directory`, atomically (all in or
+    /// none, even after a crash), with insert semantics: a row whose primary key exists
+    /// already is an `IntegrityError`, files built for another shape of table a
+    /// `SchemaError`, a damaged file a `CorruptionError`; then nothing changes. The
+    /// files are copied, or with `move=True` hard-linked and the source directory
+    /// removed afterwards (so nothing can change them). Returns a report dict.
+    #[pyo3(signature = (directory, r#move=false))]
+    fn ingest<'py>(
+        &self,
+        py: Python<'py>,
+        directory: std::path::PathBuf,
+        r#move: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.info.table;
+        let report = engine(py, &self.shared, || {
+            ingest_dir(&directory, r#move, |d, o| t.ingest(d, o))
+        })?;
+        crate::report::ingest(py, &report)
     }
 
     /// The table's counters as a dict.
@@ -479,16 +690,32 @@ methods!(
 
 });
 
+/// A select's rows as the engine streams them: one table's, or merged over partitions.
+pub type RowSource = Box<dyn Iterator<Item = strata::Result<Vec<Value>>> + Send>;
+
 /// The rows of a select, streamed as dicts. Raises `ClosedError` once the database is
 /// closed.
 #[pyclass(frozen, module = "strata")]
 pub struct Rows {
-    shared: Arc<Shared>,
-    info: Arc<Info>,
-    rows: Mutex<(Prefetch<Vec<Value>>, strata::table::Rows)>,
+    alive: Arc<dyn Alive + Send + Sync>,
+    fields: Arc<Vec<FieldSpec>>,
+    rows: Mutex<(Prefetch<Vec<Value>>, RowSource)>,
 }
 
 impl Rows {
+    /// Rows of `rows`, whose database `alive` is, converted by `fields`.
+    pub fn new(
+        alive: Arc<dyn Alive + Send + Sync>,
+        fields: Arc<Vec<FieldSpec>>,
+        rows: impl Iterator<Item = strata::Result<Vec<Value>>> + Send + 'static,
+    ) -> Rows {
+        Rows {
+            alive,
+            fields,
+            rows: Mutex::new((Prefetch::new(), Box::new(rows))),
+        }
+    }
+
     /// Up to `n` more rows, read with the GIL released.
     pub fn take(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Vec<Value>>> {
         let mut guard = busy(self.rows.try_lock())?;
@@ -500,7 +727,7 @@ impl Rows {
         if pf.done {
             return Ok(out);
         }
-        engine(py, &self.shared, || {
+        engine(py, &self.alive, || {
             while out.len() < n {
                 match it.next() {
                     Some(r) => out.push(r?),
@@ -522,10 +749,10 @@ impl Rows {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
-        let row = pf.next_of(py, &self.shared, || it.next())?;
+        let row = pf.next_of(py, &self.alive, || it.next())?;
         drop(guard);
         match row {
-            Some(r) => Ok(Some(row_to_dict(py, &r, &self.info.fields)?.into_any().unbind())),
+            Some(r) => Ok(Some(row_to_dict(py, &r, &self.fields)?.into_any().unbind())),
             None => Ok(None),
         }
     }
@@ -535,7 +762,7 @@ impl Rows {
         let rows = self.take(py, usize::MAX)?;
         let list = PyList::empty(py);
         for r in &rows {
-            list.append(row_to_dict(py, r, &self.info.fields)?)?;
+            list.append(row_to_dict(py, r, &self.fields)?)?;
         }
         Ok(list)
     }
@@ -544,6 +771,6 @@ impl Rows {
     /// without a Python object per cell.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rows = self.take(py, usize::MAX)?;
-        crate::columns::arrow_from_rows(py, &rows, &self.info.fields)
+        crate::columns::arrow_from_rows(py, &rows, &self.fields)
     }
 }

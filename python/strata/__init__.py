@@ -22,10 +22,15 @@ from ._strata import (
     Database,
     Keyspace,
     MultiMap,
+    PartitionedDatabase,
+    PartitionedTable,
+    Partitioner,
     Rows,
     Scan,
     Snapshot,
     Table,
+    TableBase,
+    TableWriter,
     Transaction,
     Values,
     WriteBatch,
@@ -42,8 +47,23 @@ def open(path: str | os.PathLike[str], **options: Any) -> Database:
     return Database(path, **options)
 
 
+def open_partitioned(
+    path: str | os.PathLike[str], partitions: int | None = None, **options: Any
+) -> PartitionedDatabase:
+    """Opens the directory ``path`` of hash-partitioned tables, creating it with
+    ``partitions`` partitions if missing (required then; checked against the directory
+    when given). Use it as a context manager. ``options`` are ``open``'s, applied to
+    every partition. See docs/python.md.
+    """
+    return PartitionedDatabase(path, partitions, **options)
+
+
 __all__ = [
     "open",
+    "open_partitioned",
+    "PartitionedDatabase",
+    "PartitionedTable",
+    "TableBase",
     "OPTIONS",
     "Database",
     "Keyspace",
@@ -53,6 +73,8 @@ __all__ = [
     "Table",
     "Transaction",
     "Rows",
+    "TableWriter",
+    "Partitioner",
     "MultiMap",
     "Values",
 ]

@@ -95,7 +95,7 @@ fn field(i: u64, j: u64, rows: u64) -> u64 {
     (z ^ (z >> 31)) % rows + 1
 }
 
-fn row(i: u64, rows: u64) -> [u64; 5] {
+pub(crate) fn row(i: u64, rows: u64) -> [u64; 5] {
     [
         i + 1,
         field(i, 2, rows),
@@ -105,7 +105,7 @@ fn row(i: u64, rows: u64) -> [u64; 5] {
     ]
 }
 
-fn values(r: [u64; 5]) -> Vec<Value> {
+pub(crate) fn values(r: [u64; 5]) -> Vec<Value> {
     r.iter().map(|v| Value::U64(*v)).collect()
 }
 

@@ -12,6 +12,7 @@ mod linkbench;
 mod load;
 mod micro;
 mod multivalue;
+mod partitions;
 mod plot;
 mod report;
 mod tiering;
@@ -74,6 +75,10 @@ enum Cmd {
     /// by 1..N threads into 1..8 partitions, then GETs streaming every value of a key,
     /// beside dbf0java on the same records.
     Multivalue(multivalue::MultivalueArgs),
+    /// Scatter-gather selects through a secondary index of a table hash-partitioned over
+    /// N = 1, 2, 4, 8 partitions (files built per partition and ingested), eq and range
+    /// selects with 1 and 2 client threads, ratios to one partition.
+    Partitions(partitions::PartitionsArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
@@ -94,6 +99,7 @@ fn main() {
         Cmd::Differential(a) => differential::run(&a),
         Cmd::Ingest(a) => ingest::run(&a),
         Cmd::Multivalue(a) => multivalue::run(&a),
+        Cmd::Partitions(a) => partitions::run(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

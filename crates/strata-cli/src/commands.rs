@@ -64,28 +64,25 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Put { ks, key, value } => {
             let key = decode(enc, "KEY", &key)?;
             let value = decode(enc, "VALUE", &value)?;
-            let db = open(db_dir, true)?;
-            keyspace(&db, &ks.keyspace)?.put(&key, &value)?;
-            db.close()?;
+            on_keyspace(db_dir, true, &ks.keyspace, |k| Ok(k.put(&key, &value)?))?;
         }
         Command::Get { ks, key } => {
             let key = decode(enc, "KEY", &key)?;
-            let db = open(db_dir, false)?;
-            let Some(value) = keyspace(&db, &ks.keyspace)?.get(&key)? else {
-                return Err(CliError::Runtime(format!(
-                    "key {} not found in keyspace {:?}",
-                    enc.quote(&key),
-                    ks.keyspace
-                )));
-            };
-            writeln!(out, "{}", enc.encode(&value))?;
-            db.close()?;
+            on_keyspace(db_dir, false, &ks.keyspace, |k| {
+                let Some(value) = k.get(&key)? else {
+                    return Err(CliError::Runtime(format!(
+                        "key {} not found in keyspace {:?}",
+                        enc.quote(&key),
+                        ks.keyspace
+                    )));
+                };
+                writeln!(out, "{}", enc.encode(&value))?;
+                Ok(())
+            })?;
         }
         Command::Del { ks, key } => {
             let key = decode(enc, "KEY", &key)?;
-            let db = open(db_dir, false)?;
-            keyspace(&db, &ks.keyspace)?.delete(&key)?;
-            db.close()?;
+            on_keyspace(db_dir, false, &ks.keyspace, |k| Ok(k.delete(&key)?))?;
         }
         Command::DelRange { ks, start, end } => {
             let start = decode(enc, "START", &start)?;
@@ -97,24 +94,20 @@ pub fn run(cli: Cli) -> Result<()> {
                     enc.quote(&end)
                 )));
             }
-            let db = open(db_dir, false)?;
-            keyspace(&db, &ks.keyspace)?.delete_range(&start[..]..&end[..])?;
-            db.close()?;
+            on_keyspace(db_dir, false, &ks.keyspace, |k| {
+                Ok(k.delete_range(&start[..]..&end[..])?)
+            })?;
         }
         Command::DeleteKey { ks, offset, width, h } => {
             let usage = |e: strata::Error| CliError::Usage(e.to_string());
             let h: strata::delete_key::TileChoice = h.parse().map_err(usage)?;
             let key = strata::delete_key::DeleteKey::new(offset, width).map_err(usage)?;
-            let db = open(db_dir, false)?;
-            keyspace(&db, &ks.keyspace)?.set_delete_key(key, h)?;
-            db.close()?;
+            on_keyspace(db_dir, false, &ks.keyspace, |k| Ok(k.set_delete_key(key, h)?))?;
         }
         Command::DeleteWhere { ks, lo, hi } => {
             let lo = decode(enc, "LO", &lo)?;
             let hi = decode(enc, "HI", &hi)?;
-            let db = open(db_dir, false)?;
-            keyspace(&db, &ks.keyspace)?.delete_where(&lo, &hi)?;
-            db.close()?;
+            on_keyspace(db_dir, false, &ks.keyspace, |k| Ok(k.delete_where(&lo, &hi)?))?;
         }
         Command::Scan(args) => scan(db_dir, enc, args, &mut out)?,
         Command::Stats { json } => {
@@ -209,6 +202,15 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             "no database given: pass --db DIR or set STRATA_DB".into(),
         ));
     };
+    if crate::store::is_partitioned(dir) {
+        return Err(CliError::Runtime(format!(
+            "{} is a partitioned database: this command works on one database (the row, select, \
+             tables, table-stats and table-ingest --partition commands take a partitioned one; \
+             pass --db {}/p000 for one partition)",
+            dir.display(),
+            dir.display()
+        )));
+    }
     Ok(Db::open(dir, open_options(create))?)
 }
 
@@ -227,6 +229,14 @@ pub(crate) fn open_options(create: bool) -> Options {
 }
 
 /// The keyspace `name`, with the existing names in the error if there is none.
+/// Opens the database, runs `f` on keyspace `name`, then closes the database.
+fn on_keyspace<T>(dir: Option<&Path>, create: bool, name: &str, f: impl FnOnce(&Keyspace) -> Result<T>) -> Result<T> {
+    let db = open(dir, create)?;
+    let out = f(&keyspace(&db, name)?)?;
+    db.close()?;
+    Ok(out)
+}
+
 pub(crate) fn keyspace(db: &Db, name: &str) -> Result<Keyspace> {
     if name == DEFAULT_KEYSPACE {
         return Ok(db.default_keyspace());

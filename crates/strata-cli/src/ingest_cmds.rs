@@ -8,14 +8,16 @@ use std::path::{Path, PathBuf};
 use strata::IngestOptions;
 use strata::sstable::ExternalSstWriter;
 use strata::table::Row;
+use strata::table::partitioned::Router;
 use strata::table::schema::Schema;
-use strata::table::writer::TableWriter;
+use strata::table::writer::{TableWriter, TableWriterOptions};
 
 use crate::args::SstWriteArgs;
 use crate::bytes::Encoding;
 use crate::commands::{CliError, Result, keyspace, open};
+use crate::store::{AnyTable, Store};
 use crate::table_args::{LoadFormat, TableWriteArgs};
-use crate::table_cmds::{LoadError, infer_format, progress_bar, read_csv, read_jsonl, read_schema, table};
+use crate::table_cmds::{LoadError, infer_format, progress_bar, read_csv, read_jsonl, read_schema};
 
 fn input(path: &Path) -> Result<Box<dyn Read>> {
     if path.as_os_str() == "-" {
@@ -153,8 +155,8 @@ pub fn ingest(db_dir: Option<&Path>, ks: &str, files: &[PathBuf], link: bool, ou
 fn write_schema(db_dir: Option<&Path>, args: &TableWriteArgs) -> Result<Schema> {
     match &args.table {
         Some(name) => {
-            let db = open(db_dir, false)?;
-            let s = table(&db, name)?.schema()?;
+            let db = Store::open(db_dir, false, None)?;
+            let s = db.table(name)?.schema()?;
             db.close()?;
             Ok(s)
         }
@@ -169,13 +171,35 @@ pub fn table_write(db_dir: Option<&Path>, args: TableWriteArgs, out: &mut impl W
     let len = std::fs::metadata(&args.input).ok().map(|m| m.len());
     let pb = progress_bar(len, args.no_progress);
     let src = pb.wrap_read(input(&args.input)?);
-    let mut w = TableWriter::create(&schema, &args.out)?;
+    let part = match (args.partition, args.of) {
+        (Some(i), Some(n)) => Some((i, n)),
+        _ => None,
+    };
+    // Rows of other partitions are skipped here; the writer refuses any that got through.
+    let router = part.map(|(_, n)| Router::new(&schema, n)).transpose()?;
+    let mut w = TableWriter::create_with(
+        &schema,
+        &args.out,
+        TableWriterOptions {
+            partition: part,
+            ..TableWriterOptions::default()
+        },
+    )?;
+    let mut skipped = 0u64;
     let failure = |e: LoadError| match e.line {
         Some(l) => CliError::Runtime(format!("line {l}: {}", e.msg)),
         None => CliError::Runtime(e.msg),
     };
     let mut pending: Vec<(u64, Row)> = Vec::new();
     let mut push = |line: u64, row: Row| -> Result<(), LoadError> {
+        if let (Some(r), Some((i, _))) = (&router, part)
+            && r.partition_of_row(&row)
+                .map_err(|e| LoadError::at(line, e.to_string()))?
+                != i
+        {
+            skipped += 1;
+            return Ok(());
+        }
         if args.sort {
             pending.push((line, row));
             Ok(())
@@ -211,17 +235,40 @@ pub fn table_write(db_dir: Option<&Path>, args: TableWriteArgs, out: &mut impl W
         files.files().len(),
         files.bytes()?
     )?;
+    if let Some((i, n)) = part {
+        writeln!(out, "partition {i} of {n}: skipped {skipped} rows of other partitions")?;
+    }
     Ok(())
 }
 
 /// `table-ingest`: a table-write directory into a table.
-pub fn table_ingest(db_dir: Option<&Path>, tname: &str, dir: &Path, link: bool, out: &mut impl Write) -> Result<()> {
-    let db = open(db_dir, false)?;
-    let t = table(&db, tname)?;
-    let r = t.ingest(dir, IngestOptions { link_files: link })?;
+pub fn table_ingest(
+    db_dir: Option<&Path>,
+    tname: &str,
+    dir: &Path,
+    link: bool,
+    partition: Option<usize>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let db = Store::open(db_dir, false, None)?;
+    let opts = IngestOptions { link_files: link };
+    let r = match (db.table(tname)?, partition) {
+        (AnyTable::One(t), None) => t.ingest(dir, opts)?,
+        (AnyTable::Parts(t), Some(i)) => t.ingest(i, dir, opts)?,
+        (AnyTable::One(_), Some(_)) => {
+            return Err(CliError::Usage(
+                "--partition is for a partitioned database; this one has no partitions".into(),
+            ));
+        }
+        (AnyTable::Parts(t), None) => {
+            return Err(CliError::Usage(format!(
+                "table {tname:?} is split into {} partitions: give the one the files are for with --partition",
+                t.count()
+            )));
+        }
+    };
     let rows = r.files.first().map_or(0, |f| f.entries);
     let bytes: u64 = r.files.iter().map(|f| f.bytes).sum();
-    drop(t);
     db.close()?;
     writeln!(
         out,

@@ -8,6 +8,7 @@ mod lines;
 mod multimap_args;
 mod multimap_cmds;
 mod rows;
+mod store;
 mod table_args;
 mod table_cmds;
 

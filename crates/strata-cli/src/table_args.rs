@@ -16,8 +16,8 @@ pub enum TableCommand {
     /// Create a table from a schema (creates the database if the directory holds none)
     ///
     /// Schema text: `table NAME (FIELD TYPE [null], ...) primary key (FIELD, ...)
-    /// [index NAME [unique] (FIELD, ...)]... [eager|deferred]`, with TYPE one of u64, i64,
-    /// f64, str, bytes, bool.
+    /// [index NAME [unique] (FIELD, ...)]... [delete key (FIELD)] [eager|deferred]`, with
+    /// TYPE one of u64, i64, f64, str, bytes, bool.
     #[command(group(ArgGroup::new("source").required(true).args(["schema", "file"])))]
     CreateTable {
         /// The schema text
@@ -25,6 +25,11 @@ pub enum TableCommand {
         /// Read the schema text from this file
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
+        /// Make --db a partitioned database of N partitions (each a database of its own;
+        /// rows routed by a hash of the primary key, indexes local to each partition).
+        /// Row, select and table-ingest commands then work on it as on one database
+        #[arg(long, value_name = "N")]
+        partitions: Option<usize>,
     },
     /// List the tables
     Tables {
@@ -73,6 +78,10 @@ pub enum TableCommand {
         /// Hard-link the files into the database instead of copying them
         #[arg(long)]
         link: bool,
+        /// Into this partition of a partitioned database (files written with
+        /// `table-write --partition I --of N`, or whose rows all route to it)
+        #[arg(long, value_name = "I")]
+        partition: Option<usize>,
     },
     /// Print the row with this primary key (exit status 1 if there is none)
     RowGet {
@@ -127,6 +136,30 @@ pub enum TableCommand {
             allow_hyphen_values = true
         )]
         set: Vec<String>,
+    },
+    /// Declare FIELD (a u64 or i64, not null) the table's delete key, for
+    /// table-delete-where: the table must be empty unless FIELD is its delete key already
+    /// (then only --h changes); `delete key (FIELD)` in the schema declares it at creation
+    TableDeleteKey {
+        /// Table name
+        table: String,
+        /// The delete key field
+        field: String,
+        /// Pages per delete tile of the primary index: 1..=256, or auto
+        #[arg(long, default_value = "auto")]
+        h: String,
+    },
+    /// Delete every row whose delete key FIELD lies in the range (--from inclusive, --to
+    /// exclusive; both optional): one atomic write, hiding the rows from every index at
+    /// once
+    TableDeleteWhere {
+        /// Table name
+        table: String,
+        /// The table's delete key field
+        field: String,
+        /// The range of FIELD's values deleted
+        #[command(flatten)]
+        range: RangeArgs,
     },
     /// Print a table's counters and index sizes
     TableStats {
@@ -228,9 +261,33 @@ pub struct TableWriteArgs {
     /// Sort the rows by primary key in memory first (otherwise they must come sorted)
     #[arg(long)]
     pub sort: bool,
+    /// Write only the rows of partition I of a table split into --of partitions (the
+    /// others are skipped), for `table-ingest --partition I`
+    #[arg(long, value_name = "I", requires = "of")]
+    pub partition: Option<usize>,
+    /// The number of partitions (with --partition)
+    #[arg(long, value_name = "N", requires = "partition")]
+    pub of: Option<usize>,
     /// Do not show a progress bar
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// A range of one field's values: `--from` (inclusive) and `--to` (exclusive).
+#[derive(Debug, Args)]
+pub struct RangeArgs {
+    /// Lower bound (inclusive)
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Upper bound (exclusive)
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Make --to inclusive
+    #[arg(long, requires = "to")]
+    pub to_inclusive: bool,
+    /// Make --from exclusive
+    #[arg(long, requires = "from")]
+    pub from_exclusive: bool,
 }
 
 /// Arguments of `select`.
@@ -244,18 +301,9 @@ pub struct SelectArgs {
     /// Equality on the next field of the index (repeat for a longer prefix)
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     pub eq: Vec<String>,
-    /// Lower bound on the field after the equalities (inclusive)
-    #[arg(long, value_name = "V", allow_hyphen_values = true)]
-    pub from: Option<String>,
-    /// Upper bound on the field after the equalities (exclusive)
-    #[arg(long, value_name = "V", allow_hyphen_values = true)]
-    pub to: Option<String>,
-    /// Make --to inclusive
-    #[arg(long, requires = "to")]
-    pub to_inclusive: bool,
-    /// Make --from exclusive
-    #[arg(long, requires = "from")]
-    pub from_exclusive: bool,
+    /// The range on the field after the equalities
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Descending index order (with --limit: the last N rows)
     #[arg(long)]
     pub reverse: bool,
@@ -333,9 +381,9 @@ mod tests {
             TableCommand::Select(s) => {
                 assert_eq!(s.index, "ix");
                 assert_eq!(s.eq, ["-1", "b"]);
-                assert_eq!(s.from.as_deref(), Some("-3"));
-                assert_eq!(s.to.as_deref(), Some("9"));
-                assert!(s.to_inclusive && !s.from_exclusive && s.reverse && !s.count);
+                assert_eq!(s.range.from.as_deref(), Some("-3"));
+                assert_eq!(s.range.to.as_deref(), Some("9"));
+                assert!(s.range.to_inclusive && !s.range.from_exclusive && s.reverse && !s.count);
                 assert_eq!(s.limit, Some(4));
                 assert_eq!(s.format, RowsFormat::Jsonl);
             }
@@ -352,7 +400,7 @@ mod tests {
         assert!(Cli::try_parse_from(["strata", "create-table"]).is_err());
         assert!(Cli::try_parse_from(["strata", "create-table", "x", "--file", "f"]).is_err());
         match parse(&["create-table", "--file", "f"]) {
-            TableCommand::CreateTable { schema, file } => {
+            TableCommand::CreateTable { schema, file, .. } => {
                 assert_eq!(schema, None);
                 assert_eq!(file, Some(PathBuf::from("f")));
             }

@@ -16,23 +16,28 @@ use strata::table::{Row, Table, TableStats};
 
 use crate::commands::{CliError, Result, open};
 use crate::rows::{self, TextSource};
-use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RowFormat, RowsFormat, SelectArgs, TableCommand};
+use crate::store::{Query, Store, table_not_found};
+use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RangeArgs, RowFormat, RowsFormat, SelectArgs, TableCommand};
 use serde::Serialize;
 
 /// Runs one table subcommand.
 pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Result<()> {
     match cmd {
-        TableCommand::CreateTable { schema, file } => {
+        TableCommand::CreateTable {
+            schema,
+            file,
+            partitions,
+        } => {
             let schema = read_schema(schema, file)?;
-            let db = open(db_dir, true)?;
+            let db = Store::open(db_dir, true, partitions)?;
             db.create_table(schema)?;
             db.close()?;
         }
         TableCommand::Tables { schema } => {
-            let db = open(db_dir, false)?;
+            let db = Store::open(db_dir, false, None)?;
             for name in db.list_tables() {
                 if schema {
-                    writeln!(out, "{}", table(&db, &name)?.schema()?)?;
+                    writeln!(out, "{}", db.table(&name)?.schema()?)?;
                 } else {
                     writeln!(out, "{name}")?;
                 }
@@ -82,14 +87,15 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             table: tname,
             dir,
             link,
-        } => crate::ingest_cmds::table_ingest(db_dir, &tname, &dir, link, out)?,
+            partition,
+        } => crate::ingest_cmds::table_ingest(db_dir, &tname, &dir, link, partition, out)?,
         TableCommand::RowGet {
             table: tname,
             pk,
             format,
         } => {
-            let db = open(db_dir, false)?;
-            let t = table(&db, &tname)?;
+            let db = Store::open(db_dir, false, None)?;
+            let t = db.table(&tname)?;
             let schema = t.schema()?;
             let pk = pk_values(&schema, &pk)?;
             let Some(row) = t.get(&pk)? else {
@@ -110,8 +116,8 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
         }
         TableCommand::Select(args) => select(db_dir, args, out)?,
         TableCommand::RowDelete { table: tname, pk } => {
-            let db = open(db_dir, false)?;
-            let t = table(&db, &tname)?;
+            let db = Store::open(db_dir, false, None)?;
+            let t = db.table(&tname)?;
             let pk = pk_values(&t.schema()?, &pk)?;
             t.delete(&pk)?;
             drop(t);
@@ -120,8 +126,8 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
         TableCommand::Insert { table: tname, row } => write_json_row(db_dir, &tname, &row, LoadMode::Insert)?,
         TableCommand::Replace { table: tname, row } => write_json_row(db_dir, &tname, &row, LoadMode::Replace)?,
         TableCommand::Update { table: tname, pk, set } => {
-            let db = open(db_dir, false)?;
-            let t = table(&db, &tname)?;
+            let db = Store::open(db_dir, false, None)?;
+            let t = db.table(&tname)?;
             let schema = t.schema()?;
             let pk = pk_values(&schema, &pk)?;
             let set = set_values(&schema, &set)?;
@@ -135,9 +141,34 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             drop(t);
             db.close()?;
         }
-        TableCommand::TableStats { table: tname, json } => {
+        TableCommand::TableDeleteKey { table: tname, field, h } => {
+            let h: strata::delete_key::TileChoice =
+                h.parse().map_err(|e: strata::Error| CliError::Usage(e.to_string()))?;
+            let db = open(db_dir, false)?;
+            table(&db, &tname)?.set_delete_key(&field, h)?;
+            db.close()?;
+        }
+        TableCommand::TableDeleteWhere {
+            table: tname,
+            field,
+            range,
+        } => {
             let db = open(db_dir, false)?;
             let t = table(&db, &tname)?;
+            let schema = t.schema()?;
+            let f = schema.field(&field).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "table {tname:?} has no field {field:?} (fields: {})",
+                    rows::field_names(&schema)
+                ))
+            })?;
+            t.delete_where(&field, bounds(f, &range)?)?;
+            drop(t);
+            db.close()?;
+        }
+        TableCommand::TableStats { table: tname, json } => {
+            let db = Store::open(db_dir, false, None)?;
+            let t = db.table(&tname)?;
             let stats = t.stats()?;
             if json {
                 writeln!(out, "{}", table_stats_json(&stats))?;
@@ -164,6 +195,33 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
     Ok(())
 }
 
+/// The bounds `range` gives on `field`'s values.
+fn bounds(field: &Field, range: &RangeArgs) -> Result<(Bound<Value>, Bound<Value>)> {
+    let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
+        a.as_deref()
+            .map(|a| rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}"))))
+            .transpose()
+    };
+    let from = parse("--from", &range.from)?;
+    let to = parse("--to", &range.to)?;
+    if let (Some(f), Some(t)) = (&from, &to)
+        && f.cmp_total(t).is_gt()
+    {
+        return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
+    }
+    let lo = match from {
+        None => Bound::Unbounded,
+        Some(v) if range.from_exclusive => Bound::Excluded(v),
+        Some(v) => Bound::Included(v),
+    };
+    let hi = match to {
+        None => Bound::Unbounded,
+        Some(v) if range.to_inclusive => Bound::Included(v),
+        Some(v) => Bound::Excluded(v),
+    };
+    Ok((lo, hi))
+}
+
 /// The schema from the text argument or the file.
 pub(crate) fn read_schema(text: Option<String>, file: Option<PathBuf>) -> Result<Schema> {
     let (text, from) = match (text, file) {
@@ -188,17 +246,7 @@ pub(crate) fn read_schema(text: Option<String>, file: Option<PathBuf>) -> Result
 pub(crate) fn table(db: &Db, name: &str) -> Result<Table> {
     match db.table(name) {
         Ok(t) => Ok(t),
-        Err(strata::Error::NotFound(_)) => {
-            let names = db.list_tables();
-            Err(CliError::Runtime(format!(
-                "table {name:?} not found (existing tables: {})",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            )))
-        }
+        Err(strata::Error::NotFound(_)) => Err(table_not_found(name, &db.list_tables())),
         Err(e) => Err(e.into()),
     }
 }
@@ -285,8 +333,8 @@ fn set_values(schema: &Schema, set: &[String]) -> Result<Vec<(String, Value)>> {
 
 /// `insert` / `replace` of one row given as a JSON object.
 fn write_json_row(db_dir: Option<&Path>, tname: &str, text: &str, mode: LoadMode) -> Result<()> {
-    let db = open(db_dir, false)?;
-    let t = table(&db, tname)?;
+    let db = Store::open(db_dir, false, None)?;
+    let t = db.table(tname)?;
     let schema = t.schema()?;
     let row = rows::row_from_json_text(&schema, text).map_err(|e| CliError::Usage(format!("invalid row: {e}")))?;
     match mode {
@@ -299,11 +347,11 @@ fn write_json_row(db_dir: Option<&Path>, tname: &str, text: &str, mode: LoadMode
 }
 
 fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Result<()> {
-    let db = open(db_dir, false)?;
-    let t = table(&db, &args.table)?;
+    let db = Store::open(db_dir, false, None)?;
+    let t = db.table(&args.table)?;
     let schema = t.schema()?;
     let fields = check_index(&schema, &args.index, true)?;
-    let ranged = args.from.is_some() || args.to.is_some();
+    let ranged = args.range.from.is_some() || args.range.to.is_some();
     let field_list = || {
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         names.join(", ")
@@ -325,48 +373,31 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
         .zip(&args.eq)
         .map(|(f, a)| rows::parse_text(f, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("--eq: {e}"))))
         .collect::<Result<_>>()?;
-    let mut sel = t.select(&args.index).eq(eq);
-    if ranged {
-        let field = fields[args.eq.len()];
-        let parse = |flag: &str, a: &Option<String>| -> Result<Option<Value>> {
-            a.as_deref()
-                .map(|a| {
-                    rows::parse_text(field, a, TextSource::Arg).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
-                })
-                .transpose()
-        };
-        let from = parse("--from", &args.from)?;
-        let to = parse("--to", &args.to)?;
-        if let (Some(f), Some(t)) = (&from, &to)
-            && f.cmp_total(t).is_gt()
-        {
-            return Err(CliError::Usage(format!("--from {f} sorts after --to {t}")));
-        }
-        let lo = match from {
-            None => Bound::Unbounded,
-            Some(v) if args.from_exclusive => Bound::Excluded(v),
-            Some(v) => Bound::Included(v),
-        };
-        let hi = match to {
-            None => Bound::Unbounded,
-            Some(v) if args.to_inclusive => Bound::Included(v),
-            Some(v) => Bound::Excluded(v),
-        };
-        sel = sel.range(lo, hi);
-    }
-    if args.reverse {
-        sel = sel.reverse();
-    }
-    if let Some(n) = args.limit {
-        sel = sel.limit(n);
-    }
+    let (lower, upper) = if ranged {
+        bounds(fields[args.eq.len()], &args.range)?
+    } else {
+        (Bound::Unbounded, Bound::Unbounded)
+    };
+    let selected = t.rows(Query {
+        index: args.index.clone(),
+        eq,
+        lower,
+        upper,
+        reverse: args.reverse,
+        limit: args.limit,
+    })?;
     if args.count {
-        writeln!(out, "{}", sel.count()?)?;
+        let mut n = 0u64;
+        for row in selected {
+            row?;
+            n += 1;
+        }
+        writeln!(out, "{n}")?;
     } else {
         if args.format == RowsFormat::Tsv {
             writeln!(out, "{}", rows::header_tsv(&schema))?;
         }
-        for row in sel.rows()? {
+        for row in selected {
             let row = row?;
             match args.format {
                 RowsFormat::Jsonl => writeln!(out, "{}", rows::row_json(&schema, &row))?,

@@ -930,3 +930,79 @@ fn load_commit_failure_names_the_batch_and_stdin_loads() {
     );
     assert_fails(&run(&db, &["load", "u", "-"]), 2, &["pass --format"]);
 }
+
+/// `table-delete-key` and `table-delete-where`: rows leave the primary key and the
+/// indexes at once, bad input changes nothing, `check` passes before and after a
+/// compaction.
+#[test]
+fn table_delete_where_deletes_by_the_delete_key() {
+    let (_dir, db) = new_db();
+    ok(
+        &db,
+        &[
+            "create-table",
+            "table ev (id u64, ts i64, kind str) primary key (id) index by_kind (kind) eager",
+        ],
+    );
+    ok(&db, &["table-delete-key", "ev", "ts", "--h", "4"]);
+    for (id, ts) in [(1, -20), (2, -5), (3, 0), (4, 7), (5, 30)] {
+        ok(
+            &db,
+            &["replace", "ev", &format!(r#"{{"id": {id}, "ts": {ts}, "kind": "k"}}"#)],
+        );
+    }
+    let ids = |db: &Path| -> Vec<u64> {
+        ok(db, &["select", "ev", "--index", "by_kind", "--eq", "k"])
+            .lines()
+            .map(|l| serde_json::from_str::<J>(l).expect("json")["id"].as_u64().expect("id"))
+            .collect()
+    };
+    assert_fails(
+        &run(&db, &["table-delete-where", "ev", "kind", "--to", "x"]),
+        1,
+        &["not the delete key"],
+    );
+    assert_fails(
+        &run(&db, &["table-delete-where", "ev", "nope"]),
+        2,
+        &["no field \"nope\""],
+    );
+    assert_fails(
+        &run(&db, &["table-delete-where", "ev", "ts", "--from", "a"]),
+        2,
+        &["--from"],
+    );
+    assert_fails(
+        &run(&db, &["table-delete-where", "ev", "ts", "--from", "3", "--to", "3"]),
+        1,
+        &["empty"],
+    );
+    assert_fails(&run(&db, &["table-delete-key", "ev", "id"]), 1, &["empty table"]);
+    assert_fails(
+        &run(&db, &["table-delete-key", "ev", "ts", "--h", "0"]),
+        2,
+        &["1..=256"],
+    );
+    assert_eq!(ids(&db), [1, 2, 3, 4, 5], "bad input changed nothing");
+    ok(
+        &db,
+        &[
+            "table-delete-where",
+            "ev",
+            "ts",
+            "--from",
+            "-5",
+            "--to",
+            "7",
+            "--to-inclusive",
+        ],
+    );
+    assert_eq!(ids(&db), [1, 5]);
+    assert_fails(&run(&db, &["row-get", "ev", "3"]), 1, &["not found"]);
+    ok(&db, &["table-delete-where", "ev", "ts", "--to", "0"]);
+    assert_eq!(ids(&db), [5]);
+    assert!(ok(&db, &["tables", "--schema"]).contains("delete key (ts)"));
+    ok(&db, &["check"]);
+    ok(&db, &["check", "--compact"]);
+    assert_eq!(ids(&db), [5]);
+}

@@ -27,7 +27,8 @@
 //!   compactions which keyspaces owe deletes through [`compaction::Obligations`];
 //! - tables: [`table`] (rows, secondary indexes, eager and deferred maintenance; the
 //!   deferred algorithm's invariants are numbered in `table::deferred`). [`Db::open`]
-//!   opens the engine with the table layer plugged in;
+//!   opens the engine with the table layer plugged in; [`PartitionedDb`] splits tables
+//!   by primary key hash over [`partition`]s;
 //! - beside tables, over the engine: [`partition`] (N databases under one directory,
 //!   keys routed by a stable hash) and [`multimap`] (keys holding many sorted values,
 //!   streamed), which use only `db`.
@@ -66,3 +67,4 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use options::{Clock, ManualClock, Options, RecoveryMode, SyncPolicy, SystemClock};
+pub use table::partitioned::{PartitionedDb, PartitionedTable};

@@ -53,6 +53,7 @@ fn schemas() -> Vec<Schema> {
         "table t (id u64, a u64) primary key (id) index by_a (a) deferred",
         "table u (id i64, name str, score f64, ok bool, blob bytes) primary key (id, name) index by_score (score, ok)",
         "table n (k str, v str null, w i64 null, x bytes null, y f64 null, z bool null, p u64 null, q u64 null, r u64 null) primary key (k)",
+        "table d (id u64, ts i64, s str null) primary key (id) index by_s (s) delete key (ts) eager",
     ]
     .iter()
     .map(|s| Schema::parse(s).expect("schema"))

@@ -120,6 +120,10 @@ fn run_stream(db: &Db, stream: Stream, log: &Mutex<File>) -> BenchResult<()> {
                     match op {
                         TableOp::Replace(r) => tx.replace(r),
                         TableOp::Delete(id) => tx.delete(vec![strata::table::value::Value::U64(id)]),
+                        TableOp::DeleteWhere { below } => {
+                            t.delete_where("n", ..strata::table::value::Value::U64(below))?;
+                            continue;
+                        }
                     };
                 }
                 tx.commit()?;

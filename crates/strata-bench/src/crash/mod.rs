@@ -200,14 +200,14 @@ fn kill_one(
     let mut state = Watch::default();
     let deadline = Instant::now() + Duration::from_secs(60);
     let point = if cycle.is_multiple_of(5) {
-        while !state.opening {
-            state.wait(&rx, Duration::from_millis(50));
-            exited_early(&mut child, stderr_log)?;
-            if Instant::now() > deadline {
-                kill(&mut child)?;
-                return Err(format!("cycle {cycle}: the child did not start within 60 s").into());
-            }
-        }
+        state.wait_until(
+            |s| s.opening,
+            &rx,
+            &mut child,
+            stderr_log,
+            deadline,
+            || format!("cycle {cycle}: the child did not start within 60 s"),
+        )?;
         // Somewhere inside the open, judging by how long the last one took.
         std::thread::sleep(Duration::from_micros(rng.gen_range(0..=*open_micros)));
         state.drain(&rx);
@@ -217,14 +217,14 @@ fn kill_one(
             KillPoint::DuringOpen
         }
     } else {
-        while !state.ready {
-            state.wait(&rx, Duration::from_millis(50));
-            exited_early(&mut child, stderr_log)?;
-            if Instant::now() > deadline {
-                kill(&mut child)?;
-                return Err(format!("cycle {cycle}: the child did not open the database within 60 s").into());
-            }
-        }
+        state.wait_until(
+            |s| s.ready,
+            &rx,
+            &mut child,
+            stderr_log,
+            deadline,
+            || format!("cycle {cycle}: the child did not open the database within 60 s"),
+        )?;
         let wait = Duration::from_millis(rng.gen_range(a.min_kill_ms..=a.max_kill_ms));
         let until = Instant::now() + wait;
         while let Some(left) = until.checked_duration_since(Instant::now()) {
@@ -299,6 +299,27 @@ impl Watch {
             self.take(&line);
         }
         self.drain(rx);
+    }
+
+    /// Reads the child's lines until `done` holds; kills the child at `deadline`.
+    fn wait_until(
+        &mut self,
+        done: impl Fn(&Watch) -> bool,
+        rx: &mpsc::Receiver<String>,
+        child: &mut Child,
+        stderr_log: &Path,
+        deadline: Instant,
+        late: impl FnOnce() -> String,
+    ) -> BenchResult<()> {
+        while !done(self) {
+            self.wait(rx, Duration::from_millis(50));
+            exited_early(child, stderr_log)?;
+            if Instant::now() > deadline {
+                kill(child)?;
+                return Err(late().into());
+            }
+        }
+        Ok(())
     }
 
     fn drain(&mut self, rx: &mpsc::Receiver<String>) {

@@ -5,7 +5,8 @@
 //!
 //! Streams: two key-value streams (batches spanning two keyspaces, with overwrites,
 //! point deletes and range deletes) and one table stream per index mode (transactions
-//! of REPLACE and DELETE on a table with three secondary indexes).
+//! of REPLACE and DELETE on a table with three secondary indexes, and every eighth
+//! commit a `delete_where` by the commit-number field, the table's delete key).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -99,7 +100,7 @@ pub fn schema(deferred: bool) -> BenchResult<Schema> {
     let mode = if deferred { "deferred" } else { "eager" };
     let text = format!(
         "table {} (id u64, a u64, b u64, n u64, pad bytes) primary key (id) \
-         index by_a (a) index by_b (b) index by_ab (a, b) {mode}",
+         index by_a (a) index by_b (b) index by_ab (a, b) delete key (n) {mode}",
         table_name(deferred)
     );
     Ok(Schema::parse(&text)?)
@@ -246,6 +247,20 @@ pub fn kv_commit(t: usize, n: u64) -> Vec<KvOp> {
 pub enum TableOp {
     Replace(Row),
     Delete(u64),
+    /// `delete_where("n", ..below)`: a write of its own before the transaction (a kill
+    /// between the two leaves the delete alone, which the verifier accepts).
+    DeleteWhere {
+        below: u64,
+    },
+}
+
+/// Rows a `delete_where` commit keeps: those written by the last `DELETE_WHERE_KEEPS`
+/// commits.
+const DELETE_WHERE_KEEPS: u64 = 30;
+
+/// `rows` after a secondary range delete of the rows whose `n` is below `below`.
+fn delete_where(rows: &mut BTreeMap<u64, Row>, below: u64) {
+    rows.retain(|_, r| r[3].as_u64().is_some_and(|n| n >= below));
 }
 
 /// The statements of commit `n` of a table stream: 2-6 REPLACEs and DELETEs of random
@@ -253,7 +268,15 @@ pub enum TableOp {
 pub fn table_commit(deferred: bool, n: u64) -> Vec<TableOp> {
     let mut g = Lcg::new(table_name(deferred), n);
     let mut ops = Vec::new();
-    for _ in 0..2 + g.below(5) {
+    let statements = if n % 8 == 7 && n > DELETE_WHERE_KEEPS {
+        ops.push(TableOp::DeleteWhere {
+            below: n - DELETE_WHERE_KEEPS,
+        });
+        0
+    } else {
+        2 + g.below(5)
+    };
+    for _ in 0..statements {
         let id = g.below(TABLE_IDS);
         if g.below(4) == 0 {
             ops.push(TableOp::Delete(id));
@@ -327,6 +350,20 @@ impl StreamModel {
         }
     }
 
+    /// The rows after the model's commits and the `delete_where` alone of the next
+    /// commit, if it starts with one (the state a kill between its two writes leaves).
+    pub fn with_next_delete_where(&self) -> Option<BTreeMap<u64, Row>> {
+        let (StreamKind::Table { deferred }, Model::Table(rows)) = (&self.stream.kind, &self.model) else {
+            return None;
+        };
+        let Some(TableOp::DeleteWhere { below }) = table_commit(*deferred, self.applied).into_iter().next() else {
+            return None;
+        };
+        let mut rows = rows.clone();
+        delete_where(&mut rows, below);
+        Some(rows)
+    }
+
     /// Applies commits up to and including `last` (`None`: none at all).
     pub fn advance_to(&mut self, last: Option<u64>) {
         let Some(last) = last else { return };
@@ -367,6 +404,7 @@ impl StreamModel {
                             TableOp::Delete(id) => {
                                 rows.remove(&id);
                             }
+                            TableOp::DeleteWhere { below } => delete_where(rows, below),
                         }
                     }
                 }
@@ -421,5 +459,23 @@ mod tests {
         };
         assert_eq!(rows.get(&COUNTER_ID).and_then(counter_of_row), Some(9));
         assert!(rows.len() > 5, "ten commits leave several rows");
+    }
+
+    #[test]
+    fn delete_where_commits_drop_old_rows_and_keep_the_counter() {
+        let mut m = StreamModel::new(STREAMS[2]);
+        m.advance_to(Some(38));
+        let Model::Table(before) = m.model.clone() else {
+            panic!("table model")
+        };
+        let alone = m.with_next_delete_where().expect("commit 39 deletes");
+        assert!(alone.len() < before.len(), "rows of commits below 9 go");
+        assert!(alone.values().all(|r| r[3].as_u64().is_some_and(|n| n >= 9)));
+        m.advance_to(Some(39));
+        let Model::Table(after) = &m.model else {
+            panic!("table model")
+        };
+        assert_eq!(after.get(&COUNTER_ID).and_then(counter_of_row), Some(39));
+        assert!(m.with_next_delete_where().is_none(), "commit 40 is a transaction");
     }
 }

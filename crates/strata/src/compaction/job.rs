@@ -12,7 +12,7 @@ use crate::iter::{Direction, InternalIterator};
 use std::sync::Arc;
 
 use super::tiles::{PageCounts, page_skipper};
-use crate::key::{SeqNo, ValueKind, internal_key, parse_internal_key};
+use crate::key::{ParsedKey, SeqNo, ValueKind, encode_internal_key, internal_key, parse_internal_key};
 use crate::sstable::Fill;
 use crate::version::{NewFile, VersionEdit};
 
@@ -31,6 +31,10 @@ pub struct JobResult {
     pub oldest_input_time: Option<u64>,
     /// Delete-tile pages dropped unread, and read while a delete covered them in part.
     pub pages: PageTally,
+    /// Seqnos of the secondary range deletes that a `Put` the outputs kept is older
+    /// than and covered by (kept for a snapshot): the outputs still need those records
+    /// (invariant RG of `compaction::tiles`). `None` for a trivial move.
+    pub records_needed: Option<std::collections::BTreeSet<SeqNo>>,
 }
 
 /// Pages of delete tiles a merge dropped whole or read in part.
@@ -58,16 +62,57 @@ impl DropSink for NoSink {
     }
 }
 
+/// When a kept entry is rewritten with seqno 0, as RocksDB does at the bottom: the
+/// trailers of a bottom run are then all alike, so they compress away (a multimap value
+/// costs close to its own bytes).
+///
+/// Sound only where an entry's seqno tells nothing any reader or later merge needs:
+/// - the merge is bottommost (nothing older exists below or beside it, and everything
+///   above is newer: invariant of `compaction::picker::is_bottommost` and ingest
+///   placement), so 0 keeps the entry older than every other version of its key;
+/// - the entry is a `Put` visible to every live snapshot (seqno <= the oldest), so each
+///   snapshot still sees it, and it is the only kept entry of its key in that stripe
+///   (rule 1 of `compaction::rules`);
+/// - the keyspace takes no deferred deletes (they name a `Put` by seqno), declares no
+///   delete key (secondary range deletes compare seqnos with the `Put`s they kill), and
+///   the layer above does not read its seqnos (a table's rows and index entries).
+struct SeqZeroing {
+    on: bool,
+    oldest_snapshot: Option<SeqNo>,
+}
+
+impl SeqZeroing {
+    fn applies(&self, p: &ParsedKey<'_>) -> bool {
+        self.on && p.kind == ValueKind::Put && p.seq != 0 && self.oldest_snapshot.is_none_or(|s| p.seq <= s)
+    }
+}
+
+/// What the layer above asks of one keyspace's merges ([`super::Obligations`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Duties {
+    /// The keyspace receives deferred deletes: shadowed tombstones stay until the bottom.
+    pub keep_shadowed_tombstones: bool,
+    /// The keyspace owes deletes for the versions it drops: outputs carry the age of
+    /// their pending purges.
+    pub track_obligations: bool,
+    /// The layer above compares its entries' seqnos: they are never zeroed.
+    pub seqnos_read: bool,
+}
+
 /// Runs `task`. `snapshots` are the live snapshot seqnos, ascending.
 pub fn run_compaction(
     ctx: &JobContext,
     task: &CompactionTask,
     output_run: u64,
     snapshots: Vec<SeqNo>,
-    keep_shadowed_tombstones: bool,
-    track_obligations: bool,
+    duties: Duties,
     sink: &mut dyn DropSink,
 ) -> Result<JobResult> {
+    let Duties {
+        keep_shadowed_tombstones,
+        track_obligations,
+        seqnos_read,
+    } = duties;
     let mut result = JobResult::default();
     let level = task.output_level as u32;
     if task.trivial_move {
@@ -115,6 +160,7 @@ pub fn run_compaction(
         });
     }
     result.oldest_input_time = oldest_tombstone;
+    let oldest_snapshot = snapshots.first().copied();
     let mut rules =
         DropRules::new(snapshots, task.bottommost, keep_shadowed_tombstones, range_dels).with_deletes(deletes);
     let mut out = OutputWriter::new(
@@ -134,6 +180,12 @@ pub fn run_compaction(
     if track_obligations && !task.bottommost {
         out.track_obligations();
     }
+    let mut needed = std::collections::BTreeSet::new();
+    let zero = SeqZeroing {
+        on: task.bottommost && !seqnos_read && !track_obligations && !keep_shadowed_tombstones && deletes.is_none(),
+        oldest_snapshot,
+    };
+    let mut zeroed = Vec::new();
     let mut merge = MergingIter::new(children, Direction::Forward);
     merge.seek_to_start()?;
     while merge.valid() {
@@ -147,7 +199,20 @@ pub fn run_compaction(
             )
         })?;
         match rules.decide_value(&p, merge.value()) {
-            (Decision::Keep, false) => out.add(ikey, merge.value())?,
+            (Decision::Keep, false) if zero.applies(&p) => {
+                zeroed.clear();
+                encode_internal_key(&mut zeroed, p.user_key, 0, ValueKind::Put);
+                out.add(&zeroed, merge.value())?;
+            }
+            (Decision::Keep, false) => {
+                if p.kind == ValueKind::Put
+                    && let Some(d) = deletes
+                    && let Some(k) = d.config.key.of(merge.value())
+                {
+                    needed.extend(d.records.iter().filter(|r| p.seq < r.seq && r.covers(k)).map(|r| r.seq));
+                }
+                out.add(ikey, merge.value())?
+            }
             (Decision::Keep, true) => {
                 // Killed by a secondary range delete: it goes on as the tombstone it
                 // reads as.
@@ -169,5 +234,6 @@ pub fn run_compaction(
     };
     result.bytes_written = written;
     result.edit.new_files.extend(files);
+    result.records_needed = Some(needed);
     Ok(result)
 }

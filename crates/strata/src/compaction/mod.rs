@@ -14,7 +14,7 @@ pub mod sorter;
 pub mod tiles;
 pub mod warm;
 
-pub use job::{DropSink, JobResult, NoSink, run_compaction};
+pub use job::{DropSink, Duties, JobResult, NoSink, run_compaction};
 pub use obligations::{Collector, NoObligations, Obligations};
 pub use output::{JobContext, OutputWriter};
 pub use picker::{CompactionPicker, CompactionTask};

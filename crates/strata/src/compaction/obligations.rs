@@ -29,6 +29,10 @@ pub trait Obligations: Send + Sync {
     /// Whether `ks` receives such deletes (its compactions keep shadowed tombstones
     /// that may still have to meet their puts).
     fn receives(&self, ks: u32) -> bool;
+    /// Whether the layer above compares the seqnos of `ks`'s entries (a table's rows and
+    /// index entries): a bottommost merge then keeps them instead of zeroing them
+    /// (`compaction::job`).
+    fn reads_seqnos(&self, ks: u32) -> bool;
     /// A collector for the versions a flush (`compaction: false`) or a compaction of
     /// `ks` drops, buffering at most `sort_memory` bytes; `None` when `ks` owes nothing.
     fn collector(&self, ks: u32, ctx: &JobContext, sort_memory: usize, compaction: bool) -> Option<Box<dyn Collector>>;
@@ -51,6 +55,9 @@ impl Obligations for NoObligations {
         false
     }
     fn receives(&self, _: u32) -> bool {
+        false
+    }
+    fn reads_seqnos(&self, _: u32) -> bool {
         false
     }
     fn collector(&self, _: u32, _: &JobContext, _: usize, _: bool) -> Option<Box<dyn Collector>> {

@@ -26,8 +26,23 @@
 //! seqno is below `s`, no live snapshot is below `s` (every reader sees the delete),
 //! the page's file is in the merge's oldest input and the merge is bottommost (nothing
 //! older than the page's entries exists below, so no older version of their keys can
-//! resurface), and the keyspace is not a primary with deferred index maintenance
-//! (whose dropped rows must be read to delete their index entries).
+//! resurface), and the keyspace owes no obligations for what it drops (a table's
+//! primary with secondary indexes, deferred or with a delete key: its dropped rows must
+//! be read to delete their index entries; `compaction::obligations`). The same holds
+//! for the pages `DbInner::drop_deleted_pages` drops at delete time.
+//!
+//! # Forgetting satisfied records
+//!
+//! Invariant RG: a secondary range delete recorded in the manifest at seqno `s` is
+//! removed (in the edit of a compaction or page drop of its keyspace) once no `Put` it
+//! kills can exist: every live file of the keyspace is at least as new as `s`
+//! (smallest seqno, or an ingested file's global seqno, `>= s`), or is tiled and none of
+//! its pages still read meets the record's range ([`file_may_need`]), or was just
+//! written by a merge that kept no `Put` older than `s` in the range (the merge looks
+//! at every entry: `JobResult::records_needed`). Memtables need no
+//! look: the flush that moved the record into the manifest wrote its memtable and every
+//! older one, so entries older than `s` are all in files. A merge that still keeps a
+//! killed `Put` (for a snapshot below `s`) keeps the record with it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -166,6 +181,19 @@ pub fn page_skipper(records: Vec<DeleteWhere>, oldest_snapshot: Option<SeqNo>, c
     })
 }
 
+/// True if a file whose entries are at least as new as `min_seq` and whose pages
+/// still read are `pages` (`None`: not tiled) may hold a `Put` that `r` kills
+/// (invariant RG).
+pub fn file_may_need<'a>(r: &DeleteWhere, min_seq: SeqNo, pages: Option<impl Iterator<Item = &'a PageMeta>>) -> bool {
+    if min_seq >= r.seq {
+        return false;
+    }
+    match pages {
+        None => true,
+        Some(mut pages) => pages.any(|p| p.dk.as_ref().is_some_and(|(lo, hi)| r.meets(lo, hi))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +265,30 @@ mod tests {
         };
         assert_eq!(job.tile_options(0).h, 1);
         assert_eq!(job.tile_options(5).h, 4);
+    }
+
+    #[test]
+    fn a_record_is_needed_while_an_older_page_meets_its_range() {
+        let r = DeleteWhere {
+            seq: 10,
+            lo: vec![5],
+            hi: vec![9],
+        };
+        let page = |dk: Option<(u8, u8)>| PageMeta {
+            handle: BlockHandle::default(),
+            first: Vec::new(),
+            last: Vec::new(),
+            max_seq: 9,
+            dk: dk.map(|(a, b)| (vec![a], vec![b])),
+            whole: false,
+            bloom: None,
+        };
+        let none: Option<std::slice::Iter<'_, PageMeta>> = None;
+        assert!(!file_may_need(&r, 10, none.clone()), "every entry as new as the record");
+        assert!(file_may_need(&r, 9, none), "an older untiled file");
+        let pages = [page(None), page(Some((0, 4))), page(Some((9, 12)))];
+        assert!(!file_may_need(&r, 1, Some(pages.iter())), "no page meets [5, 9)");
+        let pages = [page(Some((0, 4))), page(Some((3, 5)))];
+        assert!(file_may_need(&r, 1, Some(pages.iter())), "5 is in [5, 9)");
     }
 }

@@ -158,6 +158,13 @@ impl Keyspace {
         crate::delete_key::config_of(&self.inner.current().version.meta, self.id)
     }
 
+    /// The secondary range deletes of this keyspace recorded in the manifest: flushed
+    /// and still needed (compactions forget a record once no entry it deletes can
+    /// remain: invariant RG of `compaction::tiles`), by seqno.
+    pub fn delete_where_records(&self) -> Result<Vec<crate::delete_key::DeleteWhere>> {
+        crate::delete_key::records_of(&self.inner.current().version.meta, self.id)
+    }
+
     /// Deletes every entry whose delete key lies in `lo..hi` (bounds of the key's
     /// width): a secondary range delete, logged and atomic like any write. Reads stop
     /// seeing the entries at once (snapshots taken before still do); compactions drop

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::iter::level::RunIter;
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
-use crate::key::{MAX_SEQNO, SeqNo, ValueKind, last_key_of, pack_trailer, parse_internal_key, seek_key};
+use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, last_key_of, pack_trailer, parse_internal_key, seek_key};
 use crate::range_tombstone::{RangeDelIndex, RangeTombstone};
 
 /// The newest entry of one key found so far.
@@ -197,6 +197,11 @@ struct DirIter {
     upper: Bound<Vec<u8>>,
     started: bool,
     done: bool,
+    /// The merge is one run of puts visible at the snapshot, with nothing deleting
+    /// them: forward steps take the first entry of each user key, unchecked.
+    plain: bool,
+    /// `key_buf` holds the user key of the entry returned last.
+    has_key: bool,
     key_buf: Vec<u8>,
 }
 
@@ -223,6 +228,17 @@ impl DirIter {
         }
     }
 
+    /// Positions the merge on first use; false once the cursor is done.
+    fn begin(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        if !self.started {
+            self.start()?;
+        }
+        Ok(true)
+    }
+
     fn start(&mut self) -> Result<()> {
         self.started = true;
         match (self.dir, &self.lower, &self.upper) {
@@ -247,17 +263,12 @@ impl DirIter {
         Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
-    /// Starts the scan on first use; false once it is exhausted.
-    fn begin(&mut self) -> Result<bool> {
-        if !self.done && !self.started {
-            self.start()?;
-        }
-        Ok(!self.done)
-    }
-
     /// Moves to the next visible entry going forward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_forward(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
+        if self.plain {
+            return self.step_plain(want_value);
+        }
         if !self.begin()? {
             return Ok(None);
         }
@@ -294,6 +305,45 @@ impl DirIter {
             if live {
                 return Ok(Some((seq, value)));
             }
+        }
+        self.done = true;
+        Ok(None)
+    }
+
+    /// `step_forward` over a `plain` merge: one run, where a user key's entries are
+    /// its versions newest first, all visible puts (no tombstone anywhere in range, no
+    /// delete-where record). So the first entry of each user key is its answer and the
+    /// others are skipped with one comparison each.
+    fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
+        if !self.begin()? {
+            return Ok(None);
+        }
+        while self.merge.valid() {
+            let ikey = self.merge.key();
+            let uk = crate::key::user_key(ikey);
+            // An older version of the key returned last (inside the range, then).
+            if self.has_key && uk == self.key_buf.as_slice() {
+                self.merge.advance()?;
+                continue;
+            }
+            if !self.in_upper(uk) {
+                break;
+            }
+            // Keys ascend: past the first returned one, the lower bound holds.
+            if !self.has_key && !self.in_lower(uk) {
+                self.merge.advance()?;
+                continue;
+            }
+            let seq = ikey
+                .get(uk.len()..)
+                .and_then(|t| <[u8; TRAILER_LEN]>::try_from(t).ok())
+                .map_or(0, |t| u64::from_be_bytes(t) >> 8);
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(uk);
+            self.has_key = true;
+            let value = want_value.then(|| self.merge.value().to_vec());
+            self.merge.advance()?;
+            return Ok(Some((seq, value)));
         }
         self.done = true;
         Ok(None)
@@ -442,19 +492,36 @@ impl Scan {
     fn make(&self, dir: Direction) -> DirIter {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for m in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
-            children.push(Box::new(m.iter(self.ks)));
+            let mut it = m.iter(self.ks);
+            // A memtable with nothing in the range adds nothing to the merge (its range
+            // tombstones are in `rdi` already).
+            if self.holds_range(&mut it) {
+                children.push(Box::new(it));
+            }
         }
+        let mems = children.len();
         let (lo, hi) = (bound_ref(&self.lower), bound_ref(&self.upper));
+        let mut run_files = Vec::new();
         if let Some(tree) = self.sv.version.keyspace(self.ks) {
             for level in &tree.levels {
                 for run in &level.runs {
                     let files = run.overlapping(lo, hi);
                     if !files.is_empty() {
+                        run_files = files.clone();
                         children.push(Box::new(RunIter::new(files, self.sst_cache.clone())));
                     }
                 }
             }
         }
+        // One run of puts all visible at the snapshot, and nothing that deletes: every
+        // user key's first entry is its answer (`DirIter::step_plain`).
+        let plain = mems == 0
+            && children.len() == 1
+            && self.rdi.is_empty()
+            && self.deletes.is_none()
+            && run_files
+                .iter()
+                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
         DirIter {
             merge: MergingIter::new(children, dir),
             dir,
@@ -465,8 +532,26 @@ impl Scan {
             upper: self.upper.clone(),
             started: false,
             done: false,
+            plain,
+            has_key: false,
             key_buf: Vec::new(),
         }
+    }
+
+    /// Whether memtable cursor `it` has an entry (any version) inside the scan's range.
+    fn holds_range(&self, it: &mut dyn InternalIterator) -> bool {
+        let sought = match &self.lower {
+            Bound::Unbounded => it.seek_to_first(),
+            Bound::Included(l) | Bound::Excluded(l) => it.seek(&seek_key(l, MAX_SEQNO)),
+        };
+        // An error keeps the source, whose merge then reports it.
+        sought.is_err()
+            || (it.valid()
+                && match &self.upper {
+                    Bound::Unbounded => true,
+                    Bound::Included(u) => crate::key::user_key(it.key()) <= u.as_slice(),
+                    Bound::Excluded(u) => crate::key::user_key(it.key()) < u.as_slice(),
+                })
     }
 
     /// The snapshot seqno this scan reads at.

@@ -27,6 +27,10 @@ impl MergingIter {
     }
 
     fn pick(&mut self) {
+        if let [only] = self.children.as_slice() {
+            self.current = only.valid().then_some(0);
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {

@@ -11,7 +11,7 @@
 //! RocksDB's `memtable_huge_page_size`). A skiplist insert follows a dozen or more
 //! pointers to random places in the arena; with 4 KiB pages each is also a TLB miss. On
 //! this project's machine, 500,000 random single puts in one 64 MiB memtable ran
-//! 1.1-1.4x faster with them (`strata-bench kv --benchmarks fillrandom`,
+//! 1.1-1.6x faster with them (`strata-bench kv --benchmarks fillrandom`,
 //! `docs/benchmarks/kv.md`). Where the kernel gives no huge page, the region is ordinary
 //! memory; where the mapping fails, the arena falls back to an ordinary chunk.
 //!

@@ -261,13 +261,35 @@ impl Values {
         }
     }
 
-    fn step(&mut self, dir: Direction) -> Option<Result<Vec<u8>>> {
+    /// The next value in ascending order, borrowed until the next call: streaming
+    /// with no allocation per value (the `Iterator` impl copies each into a `Vec`).
+    ///
+    /// ```
+    /// # use strata::multimap::MultiMap;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    /// let mm = MultiMap::new(db.create_keyspace("mm").unwrap());
+    /// mm.put(b"k", b"v2").unwrap();
+    /// mm.put(b"k", b"v1").unwrap();
+    /// let mut values = mm.get(b"k").unwrap();
+    /// let mut total = 0;
+    /// while let Some(v) = values.next_value() {
+    ///     total += v.unwrap().len();
+    /// }
+    /// assert_eq!(total, 4);
+    /// ```
+    pub fn next_value(&mut self) -> Option<Result<&[u8]>> {
+        self.step(Direction::Forward)
+    }
+
+    /// Like [`next_value`](Self::next_value), from the back (descending).
+    pub fn next_value_back(&mut self) -> Option<Result<&[u8]>> {
+        self.step(Direction::Reverse)
+    }
+
+    fn step(&mut self, dir: Direction) -> Option<Result<&[u8]>> {
         let cut = self.prefix_len;
-        Some(
-            self.scan
-                .next_key_only(dir)?
-                .map(|k| k.get(cut..).unwrap_or_default().to_vec()),
-        )
+        Some(self.scan.next_key_only(dir)?.map(|k| k.get(cut..).unwrap_or_default()))
     }
 }
 
@@ -275,13 +297,13 @@ impl Iterator for Values {
     type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.step(Direction::Forward)
+        Some(self.next_value()?.map(<[u8]>::to_vec))
     }
 }
 
 impl DoubleEndedIterator for Values {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.step(Direction::Reverse)
+        Some(self.next_value_back()?.map(<[u8]>::to_vec))
     }
 }
 

@@ -1,4 +1,6 @@
-//! Merging the scans of several partitions into one stream in key order.
+//! Merging the scans of several partitions into one stream in key order: raw values
+//! (keyspace scans) or anything keyed by bytes (a partitioned table's rows, keyed by
+//! their index entry).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -6,25 +8,25 @@ use std::collections::BinaryHeap;
 use crate::error::Result;
 
 /// One buffered head of a source.
-struct Head {
+struct Head<V> {
     key: Vec<u8>,
-    value: Vec<u8>,
+    value: V,
     src: usize,
     descending: bool,
 }
 
-impl PartialEq for Head {
+impl<V> PartialEq for Head<V> {
     fn eq(&self, o: &Self) -> bool {
         self.cmp(o) == Ordering::Equal
     }
 }
-impl Eq for Head {}
-impl PartialOrd for Head {
+impl<V> Eq for Head<V> {}
+impl<V> PartialOrd for Head<V> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Head {
+impl<V> Ord for Head<V> {
     // `BinaryHeap` pops the greatest: ascending merges invert the key order. Equal keys
     // (only possible when the sources are not disjoint) come out in source order.
     fn cmp(&self, o: &Self) -> Ordering {
@@ -37,23 +39,24 @@ impl Ord for Head {
     }
 }
 
-/// A k-way merge of sorted `(key, value)` streams: ascending when every source is
+/// A k-way merge of `(key, value)` streams sorted by key: ascending when every source is
 /// ascending, descending when built with [`MergedScan::descending`] over descending
 /// sources. Holds one entry per source. The first error of any source is yielded and
 /// ends the merge.
 ///
 /// ```
 /// use strata::partition::MergedScan;
-/// let a = vec![Ok((b"a".to_vec(), vec![])), Ok((b"c".to_vec(), vec![]))];
-/// let b = vec![Ok((b"b".to_vec(), vec![]))];
-/// let keys: Vec<_> = MergedScan::ascending(vec![a.into_iter(), b.into_iter()])
-///     .map(|r| r.unwrap().0)
+/// // Values of any type: here the number of the source.
+/// let a: Vec<strata::Result<(Vec<u8>, u32)>> = vec![Ok((b"a".to_vec(), 0)), Ok((b"c".to_vec(), 0))];
+/// let b = vec![Ok((b"b".to_vec(), 1))];
+/// let merged: Vec<_> = MergedScan::ascending(vec![a.into_iter(), b.into_iter()])
+///     .map(|r| r.unwrap())
 ///     .collect();
-/// assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+/// assert_eq!(merged, vec![(b"a".to_vec(), 0), (b"b".to_vec(), 1), (b"c".to_vec(), 0)]);
 /// ```
-pub struct MergedScan<I> {
+pub struct MergedScan<I, V = Vec<u8>> {
     sources: Vec<I>,
-    heap: BinaryHeap<Head>,
+    heap: BinaryHeap<Head<V>>,
     descending: bool,
     started: bool,
     done: bool,
@@ -61,7 +64,7 @@ pub struct MergedScan<I> {
     pending: Option<crate::error::Error>,
 }
 
-impl<I> std::fmt::Debug for MergedScan<I> {
+impl<I, V> std::fmt::Debug for MergedScan<I, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MergedScan")
             .field("sources", &self.sources.len())
@@ -70,7 +73,7 @@ impl<I> std::fmt::Debug for MergedScan<I> {
     }
 }
 
-impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> MergedScan<I> {
+impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> MergedScan<I, V> {
     /// Merges ascending sources.
     pub fn ascending(sources: Vec<I>) -> Self {
         Self::new(sources, false)
@@ -107,8 +110,8 @@ impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> MergedScan<I> {
     }
 }
 
-impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> Iterator for MergedScan<I> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> Iterator for MergedScan<I, V> {
+    type Item = Result<(Vec<u8>, V)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -138,7 +141,7 @@ impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> Iterator for MergedScan<I> 
     }
 }
 
-impl<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> std::iter::FusedIterator for MergedScan<I> {}
+impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> std::iter::FusedIterator for MergedScan<I, V> {}
 
 #[cfg(test)]
 mod tests {

@@ -129,6 +129,13 @@ fn small_blocks(compression: Compression) -> SstOptions {
     }
 }
 
+/// Table 1 in `dir`: `model(n, seed)` and the tombstones, in small LZ4 blocks.
+fn lz4_table(dir: &Path, n: usize, seed: u64) -> (Entries, PathBuf, u64) {
+    let es = model(n, seed);
+    let (path, size, _) = write(dir, 1, &es, &tombstones(), small_blocks(Compression::Lz4));
+    (es, path, size)
+}
+
 #[test]
 fn roundtrip_get_iterate_properties_with_and_without_lz4() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -443,8 +450,7 @@ fn assert_corruption_naming(r: crate::Result<()>, path: &Path, what: &str) {
 #[test]
 fn flipped_bytes_in_every_region_are_corruption() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let es = model(500, 2);
-    let (path, size, _) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::Lz4));
+    let (_, path, size) = lz4_table(dir.path(), 500, 2);
     let t = open(&path, None).expect("open");
     let f = *t.footer();
     let fences = t.fence_pointers();
@@ -640,8 +646,7 @@ fn block_cache_serves_repeated_reads() {
 #[test]
 fn tiled_tables_read_like_untiled_ones_at_every_h() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let es = model(2000, 9);
-    let (v3, _, _) = write(dir.path(), 1, &es, &tombstones(), small_blocks(Compression::Lz4));
+    let (es, v3, _) = lz4_table(dir.path(), 2000, 9);
     let old = open(&v3, None).expect("open v3");
     assert_eq!(old.footer().version, format::FORMAT_VERSION, "no tiles: the old format");
     for (n, h) in [(2, 1), (3, 2), (4, 8), (5, 64)] {

@@ -39,15 +39,7 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
         let schema = schema.validated()?;
         let ks_name = index_keyspace_name(table.name(), &name);
         let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
-        let mut entries: Vec<IndexEntry> = layout
-            .indexes
-            .iter()
-            .map(|i| IndexEntry {
-                name: i.name.clone(),
-                keyspace: i.keyspace,
-                building: i.building,
-            })
-            .collect();
+        let mut entries: Vec<IndexEntry> = layout.index_entries();
         let primary = layout.primary;
         let ids = db.catalog_edit_with(&[ks_name.as_str()], &[], true, |ids| {
             entries.push(IndexEntry {

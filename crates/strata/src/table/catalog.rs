@@ -5,7 +5,7 @@
 //!
 //! From the catalog the table layer builds, at open and after every change, the
 //! deferred `Registry` (`deferred::emit`) that flushes and compactions consult: which primary keyspaces
-//! emit deferred deletes and how to extract their rows' secondary keys.
+//! emit deferred deletes (deferred tables, and tables with a delete key: deferred invariant 12) and how to extract their rows' secondary keys.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -117,6 +117,13 @@ impl TableDef {
     pub fn is_deferred(&self) -> bool {
         self.schema.maintenance == IndexMaintenance::Deferred
     }
+
+    /// True if flushes and compactions of the primary send deferred deletes to the
+    /// secondary indexes: deferred tables, and tables with a delete key (deferred
+    /// invariant 12), when they have indexes.
+    pub fn emits_deferred_deletes(&self) -> bool {
+        (self.is_deferred() || self.schema.delete_key.is_some()) && !self.indexes.is_empty()
+    }
 }
 
 /// Every table of the catalog in `version`, by name.
@@ -144,10 +151,13 @@ pub(crate) fn registry_for(tables: &BTreeMap<String, TableDef>, purged: Arc<Purg
     let mut r = Registry {
         primaries: Default::default(),
         secondaries: HashSet::new(),
+        seqno_readers: HashSet::new(),
         purged,
     };
     for def in tables.values() {
-        if !def.is_deferred() || def.indexes.is_empty() {
+        r.seqno_readers.insert(def.primary);
+        r.seqno_readers.extend(def.indexes.iter().map(|i| i.keyspace));
+        if !def.emits_deferred_deletes() {
             continue;
         }
         let layout = Arc::new(Layout::new(def)?);

@@ -1,28 +1,16 @@
 //! Eager index maintenance, the classic LSM table: every REPLACE and DELETE reads the
 //! old row first (the *hidden read*) and writes explicit deletes for the secondary
-//! entries whose key changes. Secondary indexes never hold stale entries.
+//! entries whose key changes. Secondary indexes never hold stale entries, except those
+//! of rows a `delete_where` killed, until compactions delete them (deferred invariant 12).
 
 use super::layout::Layout;
 use super::value::Value;
 use crate::batch::WriteBatch;
 
-/// Writes `row` (encoded as `bytes`) under `pk`, given the old row if there was one.
-/// All operations share one seqno: the row version's.
-pub(crate) fn write_row(
-    layout: &Layout,
-    batch: &mut WriteBatch,
-    pk: &[u8],
-    bytes: &[u8],
-    row: &[Value],
-    old: Option<&[Value]>,
-) {
-    put_row(layout, batch, pk, bytes, row, old, false);
-}
-
 /// Puts `row` into the primary and every secondary index at one seqno, deleting the
 /// entries of `old` whose key changes. An entry whose key did not change is written
-/// again only with `rewrite_unchanged` (deferred maintenance needs it: deferred
-/// invariant 1).
+/// again only with `rewrite_unchanged` (deferred maintenance and tables with a delete
+/// key need it: deferred invariants 1 and 12).
 pub(crate) fn put_row(
     layout: &Layout,
     batch: &mut WriteBatch,

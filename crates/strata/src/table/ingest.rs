@@ -193,3 +193,26 @@ fn refuse_unique_duplicates(
     }
     Ok(())
 }
+
+/// The position of the first entry of the primary file `path` whose key does not route
+/// to partition `index` of `count` by `hash`, reading the whole file.
+pub(crate) fn first_key_routed_elsewhere(
+    path: &Path,
+    hash: crate::partition::HashFn,
+    count: usize,
+    index: usize,
+) -> Result<Option<u64>> {
+    use crate::fs::FileSystem;
+    let reader = Arc::new(SstReader::open(crate::fs::RealFs.open(path)?, 0, None)?);
+    let mut it = reader.iter_with(Fill::Bypass);
+    it.seek_to_first()?;
+    let mut at = 0u64;
+    while it.valid() {
+        if hash.partition(user_key(it.key()), count) != index {
+            return Ok(Some(at));
+        }
+        at += 1;
+        it.next()?;
+    }
+    Ok(None)
+}

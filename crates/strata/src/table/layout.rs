@@ -3,7 +3,7 @@
 //! `key(index fields) ++ key(pk fields) -> ""`, with the order-preserving key codec so
 //! byte order is value order. A row version and all its index entries share one seqno.
 
-use super::catalog::TableDef;
+use super::catalog::{IndexEntry, TableDef};
 use super::deferred::emit::SecondaryKeys;
 use super::encoding::{decode_key, decode_row, encode_key, encode_row};
 use super::schema::{FieldType, IndexMaintenance, Schema};
@@ -129,6 +129,25 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The layout of `schema` in no database (keyspace ids are placeholders): for
+    /// encoding rows and keys outside a database, as a [`TableWriter`](super::writer::TableWriter)
+    /// or a router does.
+    pub fn detached(schema: &Schema) -> Result<Layout> {
+        Layout::new(&TableDef {
+            primary: 0,
+            indexes: schema
+                .indexes
+                .iter()
+                .map(|ix| super::catalog::IndexEntry {
+                    name: ix.name.clone(),
+                    keyspace: 0,
+                    building: false,
+                })
+                .collect(),
+            schema: schema.clone(),
+        })
+    }
+
     /// Resolves a catalog definition.
     pub fn new(def: &TableDef) -> Result<Layout> {
         let schema = def.schema.clone();
@@ -150,6 +169,18 @@ impl Layout {
             indexes,
             schema,
         })
+    }
+
+    /// The catalog entries of its secondary indexes, in schema order.
+    pub fn index_entries(&self) -> Vec<IndexEntry> {
+        self.indexes
+            .iter()
+            .map(|i| IndexEntry {
+                name: i.name.clone(),
+                keyspace: i.keyspace,
+                building: i.building,
+            })
+            .collect()
     }
 
     /// True for deferred maintenance.

@@ -36,12 +36,14 @@ pub mod build;
 pub mod catalog;
 pub mod check;
 mod deferred;
+mod delete_where;
 mod eager;
 pub mod encoding;
 mod ingest;
 pub(crate) mod layer;
 pub mod layout;
 mod locks;
+pub mod partitioned;
 pub mod schema;
 pub mod select;
 pub(crate) mod state;
@@ -222,7 +224,11 @@ impl Db {
                     .collect(),
                 schema,
             };
-            Ok(vec![(key, Some(def.encode()))])
+            let mut entries = vec![(key, Some(def.encode()))];
+            if def.schema.delete_key.is_some() {
+                entries.push(delete_where::config_entry(ids[0], crate::delete_key::TileChoice::Auto));
+            }
+            Ok(entries)
         })?;
         Ok(Table {
             db: inner.clone(),
@@ -387,14 +393,9 @@ impl Table {
             primary: rt.layout.primary,
             indexes: rt
                 .layout
-                .indexes
-                .iter()
+                .index_entries()
+                .into_iter()
                 .filter(|i| i.name != name)
-                .map(|i| IndexEntry {
-                    name: i.name.clone(),
-                    keyspace: i.keyspace,
-                    building: i.building,
-                })
                 .collect(),
         };
         self.db.catalog_edit(

@@ -23,50 +23,90 @@ pub const PRIMARY: &str = "primary";
 pub struct Select {
     table: Table,
     index: String,
-    eq: Vec<Value>,
-    lower: Bound<Value>,
-    upper: Bound<Value>,
-    reverse: bool,
-    limit: Option<u64>,
+    q: Query,
     snapshot: Option<Snapshot>,
 }
+
+/// What a select asks, apart from the index: set by the builder methods of [`Select`]
+/// and of a partitioned table's select (`query_builder!`).
+#[derive(Debug, Clone)]
+pub(crate) struct Query {
+    pub(crate) eq: Vec<Value>,
+    pub(crate) lower: Bound<Value>,
+    pub(crate) upper: Bound<Value>,
+    pub(crate) reverse: bool,
+    pub(crate) limit: Option<u64>,
+}
+
+impl Default for Query {
+    fn default() -> Self {
+        Query {
+            eq: Vec::new(),
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+            reverse: false,
+            limit: None,
+        }
+    }
+}
+
+/// The builder methods (`eq`, `range`, `reverse`, `limit`) and `count` of a select
+/// type with a field `q: Query` and a method `rows()`.
+macro_rules! query_builder {
+    () => {
+        /// Equality on the first `values.len()` fields of the index.
+        pub fn eq(mut self, values: Vec<Value>) -> Self {
+            self.q.eq = values;
+            self
+        }
+
+        /// A range on the field after the equality prefix.
+        pub fn range(mut self, lower: Bound<Value>, upper: Bound<Value>) -> Self {
+            self.q.lower = lower;
+            self.q.upper = upper;
+            self
+        }
+
+        /// Descending order.
+        pub fn reverse(mut self) -> Self {
+            self.q.reverse = true;
+            self
+        }
+
+        /// At most `n` rows.
+        pub fn limit(mut self, n: u64) -> Self {
+            self.q.limit = Some(n);
+            self
+        }
+
+        /// Number of matching rows.
+        pub fn count(self) -> Result<u64> {
+            let mut n = 0;
+            for r in self.rows()? {
+                r?;
+                n += 1;
+            }
+            Ok(n)
+        }
+    };
+}
+pub(crate) use query_builder;
 
 impl Select {
     pub(crate) fn new(table: Table, index: &str) -> Self {
         Select {
             table,
             index: index.to_string(),
-            eq: Vec::new(),
-            lower: Bound::Unbounded,
-            upper: Bound::Unbounded,
-            reverse: false,
-            limit: None,
+            q: Query::default(),
             snapshot: None,
         }
     }
 
-    /// Equality on the first `values.len()` fields of the index.
-    pub fn eq(mut self, values: Vec<Value>) -> Self {
-        self.eq = values;
-        self
-    }
+    query_builder!();
 
-    /// A range on the field after the equality prefix.
-    pub fn range(mut self, lower: Bound<Value>, upper: Bound<Value>) -> Self {
-        self.lower = lower;
-        self.upper = upper;
-        self
-    }
-
-    /// Descending order.
-    pub fn reverse(mut self) -> Self {
-        self.reverse = true;
-        self
-    }
-
-    /// At most `n` rows.
-    pub fn limit(mut self, n: u64) -> Self {
-        self.limit = Some(n);
+    /// Replaces every builder setting at once.
+    pub(crate) fn with_query(mut self, q: Query) -> Self {
+        self.q = q;
         self
     }
 
@@ -74,16 +114,6 @@ impl Select {
     pub fn at(mut self, snapshot: &Snapshot) -> Self {
         self.snapshot = Some(snapshot.clone());
         self
-    }
-
-    /// Number of matching rows.
-    pub fn count(self) -> Result<u64> {
-        let mut n = 0;
-        for r in self.rows()? {
-            r?;
-            n += 1;
-        }
-        Ok(n)
     }
 
     /// The matching rows, streamed in index order.
@@ -106,15 +136,15 @@ impl Select {
             Some(ix) => &ix.shape,
             None => shape,
         };
-        if self.eq.len() > shape.types.len()
-            || (self.eq.len() == shape.types.len() && !is_unbounded(&self.lower, &self.upper))
+        if self.q.eq.len() > shape.types.len()
+            || (self.q.eq.len() == shape.types.len() && !is_unbounded(&self.q.lower, &self.q.upper))
         {
             return Err(Error::InvalidArgument(format!(
                 "index {:?} has {} fields: {} equalities{} given",
                 self.index,
                 shape.types.len(),
-                self.eq.len(),
-                if is_unbounded(&self.lower, &self.upper) {
+                self.q.eq.len(),
+                if is_unbounded(&self.q.lower, &self.q.upper) {
                     ""
                 } else {
                     " and a range"
@@ -122,16 +152,16 @@ impl Select {
             )));
         }
         let mut prefix = Vec::new();
-        shape.encode_prefix(&self.eq, &mut prefix)?;
+        shape.encode_prefix(&self.q.eq, &mut prefix)?;
         let bound_key = |v: &Value| -> Result<Vec<u8>> {
-            let mut vals = self.eq.clone();
+            let mut vals = self.q.eq.clone();
             vals.push(v.clone());
             let mut k = Vec::new();
             shape.encode_prefix(&vals, &mut k)?;
             Ok(k)
         };
         let succ = |k: &[u8]| super::encoding::prefix_successor(k);
-        let lo: Bound<Vec<u8>> = match &self.lower {
+        let lo: Bound<Vec<u8>> = match &self.q.lower {
             Bound::Unbounded => Bound::Included(prefix.clone()),
             Bound::Included(v) => Bound::Included(bound_key(v)?),
             Bound::Excluded(v) => match succ(&bound_key(v)?) {
@@ -139,7 +169,7 @@ impl Select {
                 None => return Ok(Rows::empty(self.table, rt)),
             },
         };
-        let hi: Bound<Vec<u8>> = match &self.upper {
+        let hi: Bound<Vec<u8>> = match &self.q.upper {
             Bound::Unbounded => succ(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
             Bound::Included(v) => succ(&bound_key(v)?).map_or(Bound::Unbounded, Bound::Excluded),
             Bound::Excluded(v) => Bound::Excluded(bound_key(v)?),
@@ -165,8 +195,8 @@ impl Select {
             ix,
             scan: Some(scan),
             snapshot: Some(snapshot),
-            reverse: self.reverse,
-            left: self.limit,
+            reverse: self.q.reverse,
+            left: self.q.limit,
             counters,
         })
     }
@@ -212,7 +242,10 @@ impl Rows {
         }
     }
 
-    fn step(&mut self) -> Result<Option<Row>> {
+    /// The next row with the key of the index entry it was found by (index fields ++
+    /// primary key, or the primary key): the index order, which merges of several
+    /// partitions' rows follow.
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Row)>> {
         loop {
             let Some(scan) = self.scan.as_mut() else {
                 return Ok(None);
@@ -225,7 +258,7 @@ impl Rows {
             let Some(entry) = next else { return Ok(None) };
             let (key, seq, value) = entry?;
             let Some(ix) = &self.ix else {
-                return Ok(Some(self.layout.decode(&value)?));
+                return Ok(Some((key, self.layout.decode(&value)?)));
             };
             let (ikey, pk) = self.layout.split_secondary(ix, &key)?;
             let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
@@ -240,7 +273,7 @@ impl Rows {
                     if let Some(c) = &self.counters {
                         add(&c.hits, 1);
                     }
-                    return Ok(Some(r));
+                    return Ok(Some((key, r)));
                 }
                 None => {
                     if let Some(c) = &self.counters {
@@ -252,10 +285,9 @@ impl Rows {
     }
 }
 
-impl Iterator for Rows {
-    type Item = Result<Row>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Rows {
+    /// Like [`Iterator::next`], with each row's index entry key (see `step`).
+    pub(crate) fn next_keyed(&mut self) -> Option<Result<(Vec<u8>, Row)>> {
         if self.left == Some(0) {
             return None;
         }
@@ -275,5 +307,13 @@ impl Iterator for Rows {
                 Some(Err(e))
             }
         }
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_keyed().map(|r| r.map(|(_, row)| row))
     }
 }

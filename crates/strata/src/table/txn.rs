@@ -362,7 +362,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 } else {
                     add(&counters.hidden_reads, 1);
                     let old = cx.read(&pk)?;
-                    eager::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
+                    write_row(&layout, &mut batch, &pk, &bytes, row, old.as_ref());
                 }
                 cx.overlay.insert(pk, Some(row.clone()));
             }
@@ -453,6 +453,16 @@ fn write_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8], bytes: &[u8], r
     if layout.deferred() {
         deferred::write_row(layout, batch, pk, bytes, row, old.map(|r| r.as_slice()));
     } else {
-        eager::write_row(layout, batch, pk, bytes, row, old.map(|r| r.as_slice()));
+        // With a delete key every version writes all its entries (deferred invariant 12).
+        let rewrite_unchanged = layout.schema.delete_key.is_some();
+        eager::put_row(
+            layout,
+            batch,
+            pk,
+            bytes,
+            row,
+            old.map(|r| r.as_slice()),
+            rewrite_unchanged,
+        );
     }
 }

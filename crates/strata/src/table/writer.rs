@@ -9,8 +9,10 @@
 //!   sorted within a memory bound by the external sorter (`compaction::sorter`);
 //! - `TABLE`, written last (a temporary file renamed), so a directory with `TABLE` is
 //!   complete. Its text lines: `strata-table-files 1`, `schema <schema text>`,
-//!   `rows <n>`, then `file <keyspace> <file name> <entries> <digest hex>` for the primary
-//!   (`primary`) and each index (`index:<name>`).
+//!   `rows <n>`, for files of one partition `partition <i> <n> <hash id>` (every row's
+//!   primary key routes to partition `i` of `n` by that [`HashFn`]), then
+//!   `file <keyspace> <file name> <entries> <digest hex>` for the primary (`primary`) and
+//!   each index (`index:<name>`).
 //!
 //! Invariant: each file holds exactly `rows` entries (an index entry per row), which the
 //! ingest checks along with the schema and the checksums.
@@ -19,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::catalog::{IndexEntry, TableDef};
 use super::layout::Layout;
 use super::schema::Schema;
 use super::value::Value;
@@ -28,6 +29,7 @@ use crate::compaction::sorter::ExternalSorter;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 use crate::key::{ValueKind, internal_key, user_key};
+use crate::partition::{HashFn, check_count};
 use crate::sstable::cache::SstCache;
 use crate::sstable::{ExternalSstWriter, SstOptions};
 
@@ -42,6 +44,10 @@ pub struct TableWriterOptions {
     pub sort_memory: usize,
     /// Table format options of the files.
     pub sst: SstOptions,
+    /// `Some((i, n))`: the files are for partition `i` of a table split into `n`
+    /// partitions (`table::partitioned`); a row whose primary key routes elsewhere is
+    /// refused, and the descriptor records the partition for the ingest to check.
+    pub partition: Option<(usize, usize)>,
 }
 
 impl Default for TableWriterOptions {
@@ -49,8 +55,20 @@ impl Default for TableWriterOptions {
         TableWriterOptions {
             sort_memory: 256 << 20,
             sst: SstOptions::default(),
+            partition: None,
         }
     }
+}
+
+/// The partition a [`TableWriter`]'s files are for, as its descriptor records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilesPartition {
+    /// The partition, `0..count`.
+    pub index: usize,
+    /// Partitions of the table.
+    pub count: usize,
+    /// How primary keys were routed.
+    pub hash: HashFn,
 }
 
 /// Builds a table's files from rows given in increasing primary-key order.
@@ -83,6 +101,7 @@ pub struct TableWriter {
     sorters: Vec<ExternalSorter>,
     last_pk: Option<Vec<u8>>,
     rows: u64,
+    partition: Option<FilesPartition>,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -108,6 +127,8 @@ pub struct TableFiles {
     pub primary: (String, u64, u64),
     /// Per index, in schema order: (index name, file name, entries, digest).
     pub indexes: Vec<(String, String, u64, u64)>,
+    /// The partition the rows all route to, when written for one.
+    pub partition: Option<FilesPartition>,
 }
 
 impl TableWriter {
@@ -119,6 +140,22 @@ impl TableWriter {
     /// Starts writing files for `schema` into `dir` with `opts`.
     pub fn create_with(schema: &Schema, dir: impl AsRef<Path>, opts: TableWriterOptions) -> Result<TableWriter> {
         let schema = schema.clone().validated()?;
+        let partition = match opts.partition {
+            Some((index, count)) => {
+                check_count(count)?;
+                if index >= count {
+                    return Err(Error::InvalidArgument(format!(
+                        "partition {index} of {count}: partitions are numbered 0..{count}"
+                    )));
+                }
+                Some(FilesPartition {
+                    index,
+                    count,
+                    hash: HashFn::Fnv1aFmix64,
+                })
+            }
+            None => None,
+        };
         let dir = dir.as_ref().to_path_buf();
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
         fs.create_dir_all(&dir)?;
@@ -128,21 +165,7 @@ impl TableWriter {
                 dir.display()
             )));
         }
-        // The layout of a table in no database: keyspace ids are placeholders.
-        let def = TableDef {
-            primary: 0,
-            indexes: schema
-                .indexes
-                .iter()
-                .map(|ix| IndexEntry {
-                    name: ix.name.clone(),
-                    keyspace: 0,
-                    building: false,
-                })
-                .collect(),
-            schema: schema.clone(),
-        };
-        let layout = Layout::new(&def)?;
+        let layout = Layout::detached(&schema)?;
         let primary = ExternalSstWriter::create_with(fs.as_ref(), dir.join("primary.sst"), opts.sst.clone())?;
         let ctx = JobContext {
             fs: fs.clone(),
@@ -168,6 +191,7 @@ impl TableWriter {
             sorters,
             last_pk: None,
             rows: 0,
+            partition,
         })
     }
 
@@ -185,6 +209,16 @@ impl TableWriter {
                  sorted by primary key, without duplicates",
                 self.rows, self.schema.name, what
             )));
+        }
+        if let Some(p) = self.partition {
+            let home = p.hash.partition(&pk, p.count);
+            if home != p.index {
+                return Err(Error::InvalidArgument(format!(
+                    "row {} of table {:?}: its primary key routes to partition {home} of {}, and these \
+                     files are for partition {}",
+                    self.rows, self.schema.name, p.count, p.index
+                )));
+            }
         }
         self.primary.put(&pk, &bytes)?;
         for (ix, sorter) in self.layout.indexes.iter().zip(&mut self.sorters) {
@@ -239,6 +273,9 @@ impl TableWriter {
             files.push((format!("index:{}", ix.name), w.finish()?));
         }
         let mut text = format!("{MAGIC_LINE}\nschema {}\nrows {}\n", self.schema, self.rows);
+        if let Some(p) = self.partition {
+            text.push_str(&format!("partition {} {} {}\n", p.index, p.count, p.hash.id()));
+        }
         for (what, info) in &files {
             let name = info.path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             text.push_str(&format!("file {what} {name} {} {:016x}\n", info.entries, info.digest));
@@ -275,13 +312,26 @@ impl TableFiles {
         if lines.next().map(|(_, l)| l) != Some(MAGIC_LINE) {
             return Err(bad(0, "not a table files descriptor (or another version of it)"));
         }
-        let (mut schema, mut rows, mut primary) = (None, None, None);
+        let (mut schema, mut rows, mut primary, mut partition) = (None, None, None, None);
         let mut indexes = Vec::new();
         for (i, line) in lines {
             let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
             match word {
                 "schema" => schema = Some(Schema::parse(rest).map_err(|e| bad(i, &e.to_string()))?),
                 "rows" => rows = Some(rest.parse::<u64>().map_err(|_| bad(i, "bad row count"))?),
+                "partition" => {
+                    let nums: Vec<Option<u32>> = rest.split(' ').map(|w| w.parse().ok()).collect();
+                    let [Some(index), Some(count), Some(hash)] = nums.as_slice() else {
+                        return Err(bad(i, "a partition line has 3 numbers: partition, count, hash id"));
+                    };
+                    let (index, count) = (*index as usize, *count as usize);
+                    check_count(count).map_err(|e| bad(i, &e.to_string()))?;
+                    if index >= count {
+                        return Err(bad(i, "the partition is not below the count"));
+                    }
+                    let hash = HashFn::from_id(*hash).ok_or_else(|| bad(i, "unknown hash function id"))?;
+                    partition = Some(FilesPartition { index, count, hash });
+                }
                 "file" => {
                     let parts: Vec<&str> = rest.split(' ').collect();
                     let [what, name, entries, crc] = parts.as_slice() else {
@@ -314,6 +364,7 @@ impl TableFiles {
             rows: rows.ok_or_else(|| bad(0, "no rows line"))?,
             primary: primary.ok_or_else(|| bad(0, "no primary file"))?,
             indexes,
+            partition,
         })
     }
 

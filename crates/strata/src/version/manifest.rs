@@ -313,6 +313,15 @@ mod tests {
         offsets
     }
 
+    /// A manifest from `write_manifest` in a new directory, with its path and bytes.
+    fn written_manifest() -> (tempfile::TempDir, Vec<u64>, PathBuf, Vec<u8>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let offsets = write_manifest(dir.path());
+        let path = dir.path().join("MANIFEST-000007");
+        let bytes = RealFs.read_all(&path).expect("read");
+        (dir, offsets, path, bytes)
+    }
+
     fn rewrite(path: &Path, bytes: &[u8]) {
         let mut f = RealFs.create(path).expect("create");
         f.append(bytes).expect("append");
@@ -417,10 +426,7 @@ mod tests {
 
     #[test]
     fn torn_last_record_is_tolerated() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let offsets = write_manifest(dir.path());
-        let path = dir.path().join("MANIFEST-000007");
-        let bytes = RealFs.read_all(&path).expect("read");
+        let (dir, offsets, path, bytes) = written_manifest();
         let last = *offsets.last().expect("offsets") as usize;
         for cut in [last + 1, last + HEADER_LEN, bytes.len() - 1] {
             rewrite(&path, &bytes[..cut]);
@@ -440,10 +446,7 @@ mod tests {
 
     #[test]
     fn flipped_byte_in_middle_record_is_corruption() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let offsets = write_manifest(dir.path());
-        let path = dir.path().join("MANIFEST-000007");
-        let bytes = RealFs.read_all(&path).expect("read");
+        let (dir, offsets, path, bytes) = written_manifest();
         for rec in [0, 1, 2] {
             let mut bad = bytes.clone();
             bad[offsets[rec] as usize + HEADER_LEN + 1] ^= 0x04;
@@ -468,10 +471,7 @@ mod tests {
 
     #[test]
     fn empty_manifest_is_corruption() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        write_manifest(dir.path());
-        let path = dir.path().join("MANIFEST-000007");
-        let bytes = RealFs.read_all(&path).expect("read");
+        let (dir, _, path, bytes) = written_manifest();
         for len in [3, 0] {
             rewrite(&path, &bytes[..len]);
             expect_corruption(read_current(&RealFs, dir.path()), &path);

@@ -37,6 +37,9 @@ pub struct Registry {
     pub primaries: HashMap<u32, Arc<dyn SecondaryKeys>>,
     /// Secondary keyspaces of deferred tables (they receive deferred deletes).
     pub secondaries: HashSet<u32>,
+    /// Every keyspace of every table: selects and checks compare the seqnos of index
+    /// entries and rows, so compactions must keep them.
+    pub seqno_readers: HashSet<u32>,
     /// Versions the purge thread cleaned; shared by every registry of one database.
     pub purged: Arc<PurgedVersions>,
 }
@@ -57,6 +60,10 @@ impl Obligations for Registry {
 
     fn receives(&self, ks: u32) -> bool {
         self.secondaries.contains(&ks)
+    }
+
+    fn reads_seqnos(&self, ks: u32) -> bool {
+        self.seqno_readers.contains(&ks)
     }
 
     fn collector(&self, ks: u32, ctx: &JobContext, sort_memory: usize, compaction: bool) -> Option<Box<dyn Collector>> {

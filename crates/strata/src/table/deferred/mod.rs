@@ -58,6 +58,35 @@
 //! 9. **Drops cancel.** Deletes for an index or table dropped meanwhile are left out of
 //!    the edit (`compaction::obligations::emitted`, `DbInner::install_edit`). An index
 //!    being built takes no purges: its entries stay the compaction's.
+//!
+//! ## Secondary range deletes (`Table::delete_where`)
+//!
+//! 10. **The delete key lives in the row.** A table with a delete key stores rows as
+//!     version 2 of the row codec, whose bytes 0..9 (version byte, then the field's
+//!     order-preserving 8 bytes) are the primary keyspace's engine delete key. A
+//!     `delete_where(field, range)` is the primary keyspace's secondary range delete
+//!     over `[2 ++ lo, 2 ++ hi)`: one WAL record, so its atomicity, recovery, snapshots
+//!     and hiding of rows from `get` are the engine's (invariant DW of
+//!     `crate::delete_key`). A new delete key needs an empty table, so every row a
+//!     delete can name carries it; rows written as version 1 start with byte 1 and are
+//!     never killed (`table::delete_where`, `table::encoding::row`).
+//! 11. **Index reads validate.** A secondary hit of a killed row finds no primary row at
+//!     its snapshot and is skipped as dirty (invariant 5), in both modes; unique checks
+//!     read the primary likewise (invariant 8). `check` counts such entries as dirty and
+//!     accepts them in eager tables with a delete key (`table::check`).
+//! 12. **Index entries of killed rows go by emission.** A table with a delete key and
+//!     secondary indexes emits deferred deletes in both modes (`catalog::registry_for`):
+//!     the flush or compaction that turns a killed version into a tombstone or drops it
+//!     hands it to the collector like any dropped version (invariant 2). Every version
+//!     of such a table writes all its index entries at its own seqno, unchanged keys
+//!     included, eager too (invariant 1), so each delete names an entry that was
+//!     written, and the entries of shadowed versions get theirs too (none resurfaces
+//!     when a newer entry of the same key is annihilated). Since the dropped rows must
+//!     be read, that primary's pages are never dropped unread (invariant TP of
+//!     `compaction::tiles`); a table without secondary indexes drops them.
+//! 13. **Serialised with statements.** `delete_where` and `set_delete_key` hold the DDL
+//!     lock exclusively, so no statement's read-then-write (an eager hidden read, an
+//!     UPDATE, a unique check) straddles a delete.
 
 pub(crate) mod emit;
 pub(crate) mod purge;

@@ -1,7 +1,10 @@
 //! The compact row codec ([`encode_row`]).
 //!
 //! ```text
-//! u8 version (= ROW_FORMAT_VERSION = 1)
+//! u8 version (= ROW_FORMAT_VERSION = 1, or ROW_FORMAT_VERSION_DELETE_KEY = 2 when the
+//!              schema has a delete key)
+//! version 2 only: the delete key's 8 order-preserving bytes (u64 big-endian; i64 with
+//!              its sign bit flipped, big-endian), a copy of the field the body holds too
 //! null bitmap: ceil(n_nullable / 8) bytes; bit k (byte k / 8, bit k % 8, LSB first) is
 //!              set when the k-th *nullable* field (in field order) is null; unused bits 0;
 //!              no bytes at all when the table has no nullable fields
@@ -14,17 +17,52 @@
 //!   bool  1 byte, 0 or 1
 //! ```
 //!
+//! Version 2 puts the delete key at a fixed place, where the key-value engine's delete
+//! key ([`ROW_DELETE_KEY`]) finds it: bytes 0..9, the version byte included, so a row
+//! written as version 1 (before the table had a delete key) never lies in a range of
+//! [`delete_key_range`] (invariant 10 of `table::deferred`).
+//!
 //! The decoder checks the version, unused bitmap bits, bool bytes, UTF-8, lengths and that
 //! nothing trails the row; it never panics.
 
 use super::Fail;
 use crate::codec::{Decoder, put_bytes, put_varint};
+use crate::delete_key::DeleteKey;
 use crate::error::{Error, Result};
 use crate::table::schema::{FieldType, Schema};
 use crate::table::value::Value;
 
-/// Version byte that starts every encoded row.
+/// Version byte that starts every encoded row of a table without a delete key.
 pub const ROW_FORMAT_VERSION: u8 = 1;
+
+/// Version byte of rows of a table with a delete key.
+pub const ROW_FORMAT_VERSION_DELETE_KEY: u8 = 2;
+
+/// Where the engine finds a row's delete key: the version byte and the key's 8 bytes.
+pub const ROW_DELETE_KEY: DeleteKey = DeleteKey { offset: 0, width: 9 };
+
+/// The order-preserving 8 bytes of a delete key value (`u64` or `i64`; `None` for other
+/// values).
+pub fn delete_key_bytes(v: &Value) -> Option<[u8; 8]> {
+    match v {
+        Value::U64(x) => Some(x.to_be_bytes()),
+        Value::I64(x) => Some(((*x as u64) ^ (1 << 63)).to_be_bytes()),
+        _ => None,
+    }
+}
+
+/// The engine's `[lo, hi)` ([`ROW_DELETE_KEY`] bytes) of the delete key values `lo..hi`
+/// given as encoded 8 bytes, `hi` `None` for no upper end: only version 2 rows fall in it.
+pub fn delete_key_range(lo: [u8; 8], hi: Option<[u8; 8]>) -> (Vec<u8>, Vec<u8>) {
+    let with = |v: u8, k: [u8; 8]| [&[v][..], &k[..]].concat();
+    (
+        with(ROW_FORMAT_VERSION_DELETE_KEY, lo),
+        match hi {
+            Some(hi) => with(ROW_FORMAT_VERSION_DELETE_KEY, hi),
+            None => with(ROW_FORMAT_VERSION_DELETE_KEY + 1, [0; 8]),
+        },
+    )
+}
 
 #[inline]
 fn zigzag(v: i64) -> u64 {
@@ -50,14 +88,27 @@ pub fn encode_row(schema: &Schema, row: &[Value]) -> Vec<u8> {
         return Vec::new();
     }
     let bitmap_len = nullable_count(schema).div_ceil(8);
-    let mut out = Vec::with_capacity(1 + bitmap_len + 9 * row.len());
-    out.push(ROW_FORMAT_VERSION);
-    out.resize(1 + bitmap_len, 0);
+    let dk = schema
+        .delete_key
+        .as_deref()
+        .and_then(|n| schema.field_position(n))
+        .and_then(|p| row.get(p))
+        .and_then(delete_key_bytes);
+    let mut out = Vec::with_capacity(9 + bitmap_len + 9 * row.len());
+    match dk {
+        Some(dk) => {
+            out.push(ROW_FORMAT_VERSION_DELETE_KEY);
+            out.extend_from_slice(&dk);
+        }
+        None => out.push(ROW_FORMAT_VERSION),
+    }
+    let body = out.len();
+    out.resize(body + bitmap_len, 0);
     let mut k = 0usize;
     for (f, v) in schema.fields.iter().zip(row) {
         if f.nullable {
             if v.is_null()
-                && let Some(b) = out.get_mut(1 + k / 8)
+                && let Some(b) = out.get_mut(body + k / 8)
             {
                 *b |= 1 << (k % 8);
             }
@@ -130,9 +181,11 @@ fn walk_row(
 ) -> std::result::Result<Vec<Option<Value>>, Fail> {
     let mut d = Decoder::new(bytes);
     let version = d.u8()?;
-    if version != ROW_FORMAT_VERSION {
-        return Err(Fail::new(0, format!("unknown row format version {version}")));
-    }
+    let dk = match version {
+        ROW_FORMAT_VERSION => None,
+        ROW_FORMAT_VERSION_DELETE_KEY => Some(d.bytes(8)?),
+        _ => return Err(Fail::new(0, format!("unknown row format version {version}"))),
+    };
     let n_nullable = nullable_count(schema);
     let bitmap_at = d.position();
     let bitmap = d.bytes(n_nullable.div_ceil(8))?;
@@ -202,6 +255,17 @@ fn walk_row(
     }
     if strict && !d.is_empty() {
         return Err(Fail::new(d.position(), "trailing bytes after row"));
+    }
+    if strict && let Some(dk) = dk {
+        // The copy must agree with the field (a row of another schema, or damage).
+        let field = schema.delete_key.as_deref().and_then(|n| schema.field_position(n));
+        let value = field
+            .and_then(|p| out.get(p))
+            .and_then(|v| v.as_ref())
+            .and_then(delete_key_bytes);
+        if value.as_ref().map(|v| &v[..]) != Some(dk) {
+            return Err(Fail::new(1, "the delete key copy does not match its field"));
+        }
     }
     Ok(out)
 }

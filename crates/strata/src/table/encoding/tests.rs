@@ -652,3 +652,43 @@ proptest! {
         prop_assert!(decode_row(&s, &mutated).is_err());
     }
 }
+
+#[test]
+fn rows_of_a_table_with_a_delete_key_carry_it_in_order_at_a_fixed_place() {
+    let s = Schema::parse("table t (id u64, ts i64, s str null) primary key (id) delete key (ts)").unwrap();
+    let enc = |ts: i64| encode_row(&s, &[Value::U64(7), Value::I64(ts), Value::Null]);
+    let rows: Vec<Vec<u8>> = [-5i64, -1, 0, 3, i64::MAX].into_iter().map(enc).collect();
+    for r in &rows {
+        assert_eq!(r[0], ROW_FORMAT_VERSION_DELETE_KEY);
+        assert_eq!(decode_row(&s, r).unwrap()[1], Value::I64(decode_i64(r)));
+    }
+    let dks: Vec<&[u8]> = rows.iter().filter_map(|r| ROW_DELETE_KEY.of(r)).collect();
+    assert!(dks.windows(2).all(|w| w[0] < w[1]), "delete keys sort like the values");
+    // Every version 2 row lies in the unbounded range; a version 1 row in none.
+    let (lo, hi) = delete_key_range([0; 8], None);
+    assert!(dks.iter().all(|k| lo.as_slice() <= *k && *k < hi.as_slice()));
+    let mut plain = s.clone();
+    plain.delete_key = None;
+    let v1 = encode_row(&plain, &[Value::U64(7), Value::I64(1), Value::from("0123456789")]);
+    assert_eq!(v1[0], ROW_FORMAT_VERSION);
+    assert!(
+        ROW_DELETE_KEY
+            .of(&v1)
+            .is_some_and(|k| !(lo.as_slice() <= k && k < hi.as_slice()))
+    );
+    assert_eq!(
+        decode_row(&s, &v1).unwrap()[1],
+        Value::I64(1),
+        "version 1 rows still decode"
+    );
+    // A copy that disagrees with the field is damage.
+    let mut bad = rows[0].clone();
+    bad[8] ^= 1;
+    assert!(mismatch(decode_row(&s, &bad)).contains("delete key copy"));
+}
+
+fn decode_i64(row: &[u8]) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&row[1..9]);
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}

@@ -1,7 +1,8 @@
 //! The binary form of a [`Schema`] that the catalog persists in the manifest.
 
 use super::{
-    Field, FieldType, IndexDef, IndexMaintenance, MAX_FIELDS, MAX_INDEXES, MAX_NAME_LEN, SCHEMA_FORMAT_VERSION, Schema,
+    Field, FieldType, IndexDef, IndexMaintenance, MAX_FIELDS, MAX_INDEXES, MAX_NAME_LEN, SCHEMA_FORMAT_VERSION,
+    SCHEMA_FORMAT_VERSION_DELETE_KEY, Schema,
 };
 use crate::codec::{DecodeError, Decoder, put_bytes, put_varint};
 use crate::error::{Error, Result};
@@ -16,14 +17,21 @@ impl Schema {
     /// varint n_fields | n_fields × (bytes name | u8 type code | u8 nullable 0/1)
     /// varint n_pk     | n_pk × varint field position
     /// varint n_index  | n_index × (bytes name | u8 unique 0/1 | varint n | n × varint field position)
+    /// version 2 only: varint delete key field position
     /// ```
+    ///
+    /// A schema without a delete key is written as version 1, so older readers read it.
     ///
     /// Type codes are [`FieldType::code`]. The schema should be valid; names that do not
     /// resolve to a field (only possible after unvalidated changes) are written as
     /// position `u64::MAX`, which [`Schema::from_bytes`] rejects.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + 16 * self.fields.len());
-        out.push(SCHEMA_FORMAT_VERSION);
+        out.push(if self.delete_key.is_some() {
+            SCHEMA_FORMAT_VERSION_DELETE_KEY
+        } else {
+            SCHEMA_FORMAT_VERSION
+        });
         put_bytes(&mut out, self.name.as_bytes());
         out.push(match self.maintenance {
             IndexMaintenance::Eager => 0,
@@ -48,6 +56,9 @@ impl Schema {
             out.push(u8::from(i.unique));
             put_names(&mut out, &i.fields);
         }
+        if let Some(dk) = &self.delete_key {
+            put_varint(&mut out, self.field_position(dk).map_or(u64::MAX, |p| p as u64));
+        }
         out
     }
 
@@ -65,7 +76,7 @@ impl Schema {
         let derr = |e: DecodeError| (e.offset, e.reason.to_owned());
         let mut d = Decoder::new(bytes);
         let version = d.u8().map_err(derr)?;
-        if version != SCHEMA_FORMAT_VERSION {
+        if version != SCHEMA_FORMAT_VERSION && version != SCHEMA_FORMAT_VERSION_DELETE_KEY {
             return Err((0, format!("unknown schema format version {version}")));
         }
         let name = decode_name(&mut d)?;
@@ -102,6 +113,11 @@ impl Schema {
                 unique,
             });
         }
+        let delete_key = if version == SCHEMA_FORMAT_VERSION_DELETE_KEY {
+            Some(decode_position(&mut d, &fields)?)
+        } else {
+            None
+        };
         if !d.is_empty() {
             return Err((d.position(), "trailing bytes after schema".to_owned()));
         }
@@ -111,6 +127,7 @@ impl Schema {
             primary_key,
             indexes,
             maintenance,
+            delete_key,
         };
         schema.check().map_err(|e| (0, format!("invalid schema: {}", e.msg)))?;
         Ok(schema)
@@ -138,15 +155,16 @@ fn decode_flag(d: &mut Decoder<'_>, what: &str) -> std::result::Result<bool, (us
 fn decode_positions(d: &mut Decoder<'_>, fields: &[Field]) -> std::result::Result<Vec<String>, (usize, String)> {
     let derr = |e: DecodeError| (e.offset, e.reason.to_owned());
     let n = d.varint_len(MAX_FIELDS).map_err(derr)?;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let at = d.position();
-        let p = d.varint().map_err(derr)?;
-        let f = usize::try_from(p)
-            .ok()
-            .and_then(|p| fields.get(p))
-            .ok_or_else(|| (at, format!("field position {p} out of range")))?;
-        out.push(f.name.clone());
-    }
-    Ok(out)
+    (0..n).map(|_| decode_position(d, fields)).collect()
+}
+
+/// One field position, as the field's name.
+fn decode_position(d: &mut Decoder<'_>, fields: &[Field]) -> std::result::Result<String, (usize, String)> {
+    let at = d.position();
+    let p = d.varint().map_err(|e| (e.offset, e.reason.to_owned()))?;
+    usize::try_from(p)
+        .ok()
+        .and_then(|p| fields.get(p))
+        .map(|f| f.name.clone())
+        .ok_or_else(|| (at, format!("field position {p} out of range")))
 }

@@ -15,6 +15,8 @@
 //! - the primary key names 1 or more distinct existing fields, none of them nullable;
 //! - there are at most [`MAX_INDEXES`] (64) indexes, with distinct names, each naming
 //!   1 or more distinct existing fields (nullable fields are allowed in indexes);
+//! - the delete key, if any, names an existing non-nullable `u64` or `i64` field (rows
+//!   then store it at a fixed place: `encoding::row`, and `delete_where` deletes by it);
 //! - positions and key types ([`Schema::pk_positions`], [`Schema::index_positions`],
 //!   [`Schema::pk_types`], ...) are resolved from the names on demand, so they always
 //!   agree with the field list.
@@ -43,6 +45,9 @@ pub const MAX_NAME_LEN: usize = 64;
 
 /// Version byte that starts [`Schema::to_bytes`] output.
 pub const SCHEMA_FORMAT_VERSION: u8 = 1;
+
+/// Version byte of [`Schema::to_bytes`] output that ends with a delete key.
+pub const SCHEMA_FORMAT_VERSION_DELETE_KEY: u8 = 2;
 
 /// The type and nullability of one key field, as the key codec needs it.
 pub type KeyType = (FieldType, bool);
@@ -219,6 +224,8 @@ pub struct Schema {
     pub indexes: Vec<IndexDef>,
     /// The index maintenance mode.
     pub maintenance: IndexMaintenance,
+    /// The field `Table::delete_where` deletes by, if any (`docs/design/deletes.md`).
+    pub delete_key: Option<String>,
 }
 
 /// Collects a schema definition; [`SchemaBuilder::build`] validates it.
@@ -284,6 +291,12 @@ impl SchemaBuilder {
         self
     }
 
+    /// Declares `field` the table's delete key (a non-nullable `u64` or `i64`).
+    pub fn delete_key(mut self, field: &str) -> Self {
+        self.schema.delete_key = Some(field.to_owned());
+        self
+    }
+
     /// Validates the definition (see the module docs for the rules).
     ///
     /// Errors: [`Error::InvalidArgument`] naming the offending table, field or index.
@@ -301,6 +314,7 @@ pub(super) enum Culprit {
     PkField(usize),
     Index(usize),
     IndexField(usize, usize),
+    DeleteKey,
 }
 
 #[derive(Debug)]
@@ -328,6 +342,21 @@ pub(super) fn check_name(what: &str, name: &str) -> std::result::Result<(), Stri
     Ok(())
 }
 
+/// The rule a delete key field follows (module docs).
+pub(super) fn check_delete_key(schema: &Schema, name: &str) -> std::result::Result<(), String> {
+    let Some(f) = schema.field(name) else {
+        return Err(format!("delete key '{name}' is not a field of table '{}'", schema.name));
+    };
+    if f.nullable || !matches!(f.ty, FieldType::U64 | FieldType::I64) {
+        return Err(format!(
+            "delete key '{name}' must be a non-nullable u64 or i64 field, not {}{}",
+            f.ty.name(),
+            if f.nullable { " null" } else { "" }
+        ));
+    }
+    Ok(())
+}
+
 impl Schema {
     /// Starts a definition of table `name`.
     pub fn builder(name: &str) -> SchemaBuilder {
@@ -338,6 +367,7 @@ impl Schema {
                 primary_key: Vec::new(),
                 indexes: Vec::new(),
                 maintenance: IndexMaintenance::default(),
+                delete_key: None,
             },
         }
     }
@@ -452,6 +482,9 @@ impl Schema {
                     ));
                 }
             }
+        }
+        if let Some(dk) = &self.delete_key {
+            check_delete_key(self, dk).map_err(|m| Invalid::new(m, Culprit::DeleteKey))?;
         }
         Ok(())
     }

@@ -246,6 +246,33 @@ fn display_is_parseable_text() {
 }
 
 #[test]
+fn a_delete_key_roundtrips_as_version_2() {
+    let text = "table t (id u64, ts i64, s str null) primary key (id) delete key (ts) eager";
+    let s = Schema::parse(text).unwrap();
+    assert_eq!(s.delete_key.as_deref(), Some("ts"));
+    assert_eq!(s.to_string(), text);
+    let b = s.to_bytes();
+    assert_eq!(b[0], SCHEMA_FORMAT_VERSION_DELETE_KEY);
+    assert_eq!(b.last(), Some(&1), "the delete key's field position");
+    assert_eq!(Schema::from_bytes(&b).unwrap(), s);
+    let mut bad = b.clone();
+    if let Some(last) = bad.last_mut() {
+        *last = 9;
+    }
+    assert!(Schema::from_bytes(&bad).is_err(), "position out of range");
+    let built = Schema::builder("t")
+        .field("id", FieldType::U64)
+        .field("ts", FieldType::I64)
+        .nullable_field("s", FieldType::Str)
+        .primary_key(&["id"])
+        .delete_key("ts")
+        .maintenance(IndexMaintenance::Eager)
+        .build()
+        .unwrap();
+    assert_eq!(built, s);
+}
+
+#[test]
 fn bytes_roundtrip_and_layout() {
     let s = users();
     let b = s.to_bytes();
@@ -272,11 +299,17 @@ fn from_bytes_rejects_bad_input() {
     let mut trailing = good.clone();
     trailing.push(0);
     assert!(msg(&trailing).contains("trailing bytes after schema"));
-    let mut v2 = good.clone();
-    v2[0] = 2;
+    let mut v3 = good.clone();
+    v3[0] = 3;
     assert_eq!(
-        msg(&v2),
-        "stored schema does not decode: unknown schema format version 2 (at byte 0)"
+        msg(&v3),
+        "stored schema does not decode: unknown schema format version 3 (at byte 0)"
+    );
+    let mut v2 = good.clone();
+    v2[0] = SCHEMA_FORMAT_VERSION_DELETE_KEY;
+    assert!(
+        msg(&v2).contains("truncated varint"),
+        "version 2 ends with the delete key"
     );
     let mut mode = good.clone();
     mode[7] = 9;

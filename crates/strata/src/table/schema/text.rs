@@ -15,6 +15,7 @@ impl Schema {
     /// table NAME ( FIELD TYPE [null] {, FIELD TYPE [null]} )
     ///   primary key ( FIELD {, FIELD} )
     ///   { index NAME [unique] ( FIELD {, FIELD} ) }
+    ///   [delete key ( FIELD )]
     ///   [eager | deferred]
     /// ```
     ///
@@ -74,6 +75,9 @@ impl fmt::Display for Schema {
             }
             write!(f, " ({})", i.fields.join(", "))?;
         }
+        if let Some(dk) = &self.delete_key {
+            write!(f, " delete key ({dk})")?;
+        }
         write!(f, " {}", self.maintenance)
     }
 }
@@ -110,6 +114,7 @@ struct Positions {
     pk: Vec<usize>,
     indexes: Vec<usize>,
     index_fields: Vec<Vec<usize>>,
+    delete_key: Option<usize>,
 }
 
 struct Parser {
@@ -289,6 +294,20 @@ impl Parser {
             pos.indexes.push(p);
             pos.index_fields.push(fpos);
         }
+        if self.peek_keyword("delete") {
+            self.bump();
+            self.keyword("key")?;
+            let (names, p) = self.name_list()?;
+            if names.len() != 1 {
+                return Err(parse_err(format!(
+                    "a delete key is one field, {} given at position {}",
+                    names.len(),
+                    p.first().copied().unwrap_or(0)
+                )));
+            }
+            b.schema.delete_key = names.into_iter().next();
+            pos.delete_key = p.first().copied();
+        }
         if self.peek_keyword("eager") {
             self.bump();
             b.schema.maintenance = IndexMaintenance::Eager;
@@ -297,7 +316,7 @@ impl Parser {
             b.schema.maintenance = IndexMaintenance::Deferred;
         }
         if *self.peek().0 != Tok::End {
-            return self.unexpected("'index', 'eager', 'deferred' or end of text");
+            return self.unexpected("'index', 'delete key', 'eager', 'deferred' or end of text");
         }
         let schema = b.schema;
         schema.check().map_err(|e| {
@@ -307,6 +326,7 @@ impl Parser {
                 Culprit::PkField(i) => pos.pk.get(i).copied(),
                 Culprit::Index(i) => pos.indexes.get(i).copied(),
                 Culprit::IndexField(i, j) => pos.index_fields.get(i).and_then(|v| v.get(j)).copied(),
+                Culprit::DeleteKey => pos.delete_key,
             };
             match p {
                 Some(p) => parse_err(format!("{} (at position {p})", e.msg)),

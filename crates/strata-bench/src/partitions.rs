@@ -1,0 +1,310 @@
+//! `partitions`: scatter-gather selects through a secondary index of a hash-partitioned
+//! table (`PartitionedTable`), against the same rows in one partition, in one run.
+//!
+//! The micro table (`f1` primary key, four secondary indexes) of `--rows` rows, the
+//! indexed fields drawn from `1..=rows/10` (about ten rows per value), is built with one
+//! `TableWriter` per partition and ingested into N = each of `--partitions` (default
+//! 1, 2, 4, 8) partitions; every configuration gets the same total block cache (split
+//! evenly over its partitions). Then, for 1 and 2 client threads, `--seconds` each:
+//!
+//! * **eq**: `select i2 where f2 = v` (about 10 rows), v uniform;
+//! * **range**: `select i3 where f3 >= v limit 100`.
+//!
+//! Reported: selects/s and the ratio to N = 1 in the same run (the target: N partitions
+//! within 1.3x of one, i.e. a ratio of at least 1/1.3 = 0.77). N = 1 is measured first
+//! and again last, an A/A control of the run's noise.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use strata::table::partitioned::Router;
+use strata::table::schema::Schema;
+use strata::table::value::Value;
+use strata::table::writer::{TableWriter, TableWriterOptions};
+use strata::{IngestOptions, PartitionedDb, PartitionedTable};
+
+use crate::BenchResult;
+use crate::engines::strata::{MicroSettings, micro_schema, paper_options};
+use crate::ingest::{row, values};
+use crate::report::{rate, thousands, write_json};
+
+/// Arguments of `strata-bench partitions`.
+#[derive(clap::Args)]
+pub struct PartitionsArgs {
+    /// Rows of the table.
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: u64,
+    /// Partition counts to measure (comma-separated); 1 is always measured first.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 2, 4, 8])]
+    partitions: Vec<usize>,
+    /// Seconds per measurement (query kind x threads x partition count).
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Block cache of the whole table, split evenly over its partitions (MiB).
+    #[arg(long, default_value_t = 256)]
+    cache_mib: usize,
+    /// Work directory (default: a temporary directory, removed at the end).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+/// One measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Partitions.
+    pub partitions: usize,
+    /// `eq` or `range`.
+    pub query: String,
+    /// Client threads.
+    pub threads: usize,
+    /// Selects per second, all threads together.
+    pub selects_per_sec: f64,
+    /// Rows returned per select (mean).
+    pub rows_per_select: f64,
+    /// `selects_per_sec` over N = 1's (first measurement) for the same query and threads.
+    pub vs_one_partition: f64,
+    /// The A/A control: N = 1 measured again at the end.
+    pub control: bool,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionsReport {
+    /// Rows.
+    pub rows: u64,
+    /// Secondary indexes.
+    pub indexes: usize,
+    /// Seconds per measurement.
+    pub seconds: f64,
+    /// Total block cache (MiB).
+    pub cache_mib: usize,
+    /// Load (build + ingest) seconds per partition count.
+    pub load_seconds: Vec<(usize, f64)>,
+    /// Measurements, in the order run (the last N = 1 block is the A/A control).
+    pub cells: Vec<Cell>,
+}
+
+/// Value range of the indexed fields: about ten rows per value.
+fn spread(rows: u64) -> u64 {
+    (rows / 10).max(1)
+}
+
+/// Builds one file set per partition and ingests each into its partition.
+fn load(dir: &Path, n: usize, rows: u64, cache_mib: usize) -> BenchResult<(PartitionedDb, PartitionedTable, f64)> {
+    let start = Instant::now();
+    let schema = Schema::parse(&micro_schema("deferred"))?;
+    let router = Router::new(&schema, n)?;
+    let mut writers = Vec::with_capacity(n);
+    for p in 0..n {
+        writers.push(TableWriter::create_with(
+            &schema,
+            dir.join(format!("files-{p}")),
+            TableWriterOptions {
+                sort_memory: (512 << 20) / n,
+                partition: Some((p, n)),
+                ..TableWriterOptions::default()
+            },
+        )?);
+    }
+    for i in 0..rows {
+        let r = values(row(i, spread(rows)));
+        writers[router.partition_of_row(&r)?].add(&r)?;
+    }
+    let opts = paper_options(MicroSettings {
+        cache_bytes: (cache_mib << 20) / n,
+        direct_reads: false,
+    });
+    let db = PartitionedDb::open(dir.join("db"), n, opts)?;
+    let t = db.create_table(schema)?;
+    for (p, w) in writers.into_iter().enumerate() {
+        let files = w.finish()?;
+        t.ingest(p, &files.dir, IngestOptions { link_files: true })?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let count = t.select("primary").count()?;
+    if count != rows {
+        return Err(format!("{n} partitions hold {count} rows, expected {rows}").into());
+    }
+    Ok((db, t, secs))
+}
+
+/// One select of `query` with a random value; returns the rows it gave.
+fn one_select(t: &PartitionedTable, query: &str, rng: &mut StdRng, spread: u64) -> BenchResult<u64> {
+    let v = Value::U64(rng.gen_range(1..=spread));
+    let sel = match query {
+        "eq" => t.select("i2").eq(vec![v]),
+        _ => t.select("i3").range(Bound::Included(v), Bound::Unbounded).limit(100),
+    };
+    let mut n = 0;
+    for r in sel.rows()? {
+        r?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// `threads` clients running `query` for `seconds`: (selects/s, rows per select).
+fn measure(t: &PartitionedTable, query: &str, threads: usize, seconds: f64, spread: u64) -> BenchResult<(f64, f64)> {
+    let stop = AtomicBool::new(false);
+    let selects = AtomicU64::new(0);
+    let rows = AtomicU64::new(0);
+    let start = Instant::now();
+    let errors: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let (stop, selects, rows) = (&stop, &selects, &rows);
+                s.spawn(move || -> Result<(), String> {
+                    let mut rng = StdRng::seed_from_u64(0x5eed + k as u64);
+                    while !stop.load(Ordering::Relaxed) {
+                        let n = one_select(t, query, &mut rng, spread).map_err(|e| e.to_string())?;
+                        selects.fetch_add(1, Ordering::Relaxed);
+                        rows.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        handles
+            .into_iter()
+            .filter_map(|h| match h.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some("a client thread panicked".to_string()),
+            })
+            .collect()
+    });
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e.into());
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let n = selects.load(Ordering::Relaxed);
+    Ok((n as f64 / secs, rows.load(Ordering::Relaxed) as f64 / n.max(1) as f64))
+}
+
+/// Runs the benchmark.
+pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
+    if a.rows == 0 || a.seconds <= 0.0 {
+        return Err("--rows and --seconds must be positive".into());
+    }
+    for &n in &a.partitions {
+        strata::partition::check_count(n)?;
+    }
+    let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-partitions")?;
+    eprintln!(
+        "partitions benchmark: {} rows, 4 secondary indexes, in {}",
+        thousands(a.rows),
+        root.display()
+    );
+    // N = 1 first (the baseline) and last (A/A control).
+    let mut counts = vec![1];
+    counts.extend(a.partitions.iter().copied().filter(|&n| n != 1));
+    counts.push(1);
+    let mut report = PartitionsReport {
+        rows: a.rows,
+        indexes: 4,
+        seconds: a.seconds,
+        cache_mib: a.cache_mib,
+        load_seconds: Vec::new(),
+        cells: Vec::new(),
+    };
+    for (run_no, &n) in counts.iter().enumerate() {
+        let dir = root.join(format!("run{run_no}-n{n}"));
+        let (db, t, secs) = load(&dir, n, a.rows, a.cache_mib)?;
+        eprintln!("  {n} partition(s): loaded in {secs:.1} s");
+        report.load_seconds.push((n, secs));
+        for query in ["eq", "range"] {
+            // Warm the cache the same way for every N.
+            measure(&t, query, 1, (a.seconds / 3.0).min(1.0), spread(a.rows))?;
+            for threads in [1, 2] {
+                let (sps, per) = measure(&t, query, threads, a.seconds, spread(a.rows))?;
+                let base = report
+                    .cells
+                    .iter()
+                    .find(|c| c.partitions == 1 && c.query == query && c.threads == threads)
+                    .map_or(sps, |c| c.selects_per_sec);
+                eprintln!("    {query} x{threads}: {} selects/s", rate(sps));
+                report.cells.push(Cell {
+                    partitions: n,
+                    query: query.to_string(),
+                    threads,
+                    selects_per_sec: sps,
+                    rows_per_select: per,
+                    vs_one_partition: sps / base.max(1e-9),
+                    control: run_no + 1 == counts.len(),
+                });
+            }
+        }
+        drop(t);
+        db.close()?;
+        std::fs::remove_dir_all(&dir)?;
+    }
+    if let Some(p) = &a.json {
+        write_json(p, &report)?;
+    }
+    print_table(&report);
+    Ok(())
+}
+
+fn print_table(r: &PartitionsReport) {
+    println!(
+        "\n{} rows, {} secondary indexes, {} s per cell, {} MiB cache in all\n",
+        thousands(r.rows),
+        r.indexes,
+        r.seconds,
+        r.cache_mib
+    );
+    println!("| partitions | query | threads | selects/s | rows/select | vs 1 partition |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for c in &r.cells {
+        let label = if c.control {
+            "1 (A/A)".to_string()
+        } else {
+            c.partitions.to_string()
+        };
+        println!(
+            "| {label} | {} | {} | {} | {:.1} | {:.2} |",
+            c.query,
+            c.threads,
+            rate(c.selects_per_sec),
+            c.rows_per_select,
+            c.vs_one_partition
+        );
+    }
+    println!(
+        "\ntarget: every ratio >= {:.2} (N partitions within 1.3x of one)",
+        1.0 / 1.3
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_partition_count_selects_the_same_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 2000;
+        let mut answers = Vec::new();
+        for n in [1, 3] {
+            let (db, t, _) = load(&dir.path().join(format!("n{n}")), n, rows, 8).unwrap();
+            let mut rng = StdRng::seed_from_u64(1);
+            let got: Vec<u64> = (0..20)
+                .map(|k| one_select(&t, if k % 2 == 0 { "eq" } else { "range" }, &mut rng, spread(rows)).unwrap())
+                .collect();
+            assert!(got.contains(&100), "range selects fill their limit: {got:?}");
+            answers.push(got);
+            db.close().unwrap();
+        }
+        assert_eq!(answers[0], answers[1]);
+    }
+}

@@ -1,0 +1,485 @@
+//! Partitioned tables: a table split by a hash of its encoded primary key into N
+//! partitions, each a whole [`Db`] of its own (the directory layout, descriptor and
+//! [`HashFn`] of [`crate::partition`]), so each partition could live on its own disk or
+//! machine.
+//!
+//! Invariant: a row and all its secondary index entries live in partition
+//! `hash(encoded primary key) mod N` (local secondary indexes, as Cassandra and TiDB keep
+//! them). So index maintenance, eager or deferred, never crosses partitions; a point
+//! statement touches one partition; a select through an index is scatter-gathered, one
+//! select per partition merged in index order (ties by primary key). Atomicity and
+//! snapshots are per partition.
+//!
+//! Every partition holds every table with the same schema: [`PartitionedDb::create_table`]
+//! applies the DDL to each, and opening refuses a directory where they differ. Unique
+//! secondary indexes are refused: a local index cannot see the other partitions' keys.
+//!
+//! ```
+//! use strata::table::{schema::Schema, value::Value};
+//! use strata::PartitionedDb;
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = PartitionedDb::open(dir.path(), 4, strata::Options::default()).unwrap();
+//! let users = db
+//!     .create_table(Schema::parse("table users (id u64, age i64) primary key (id) index by_age (age)").unwrap())
+//!     .unwrap();
+//! for id in 0..20u64 {
+//!     users.insert(vec![Value::U64(id), Value::I64(id as i64 % 5)]).unwrap();
+//! }
+//! // Rows with age 3 come from several partitions, merged in index order.
+//! let ids: Vec<_> = users
+//!     .select("by_age")
+//!     .eq(vec![Value::I64(3)])
+//!     .rows()
+//!     .unwrap()
+//!     .map(|r| r.unwrap()[0].clone())
+//!     .collect();
+//! assert_eq!(ids, [3u64, 8, 13, 18].map(Value::U64));
+//! let p = users.partition_of_pk(&[Value::U64(7)]).unwrap();
+//! assert!(db.partition(p).unwrap().table("users").unwrap().get(&[Value::U64(7)]).unwrap().is_some());
+//! db.close().unwrap();
+//! ```
+
+use std::ops::Bound;
+use std::path::Path;
+
+use super::layout::Layout;
+use super::schema::Schema;
+use super::select::{Query, Rows, query_builder};
+use super::value::Value;
+use super::writer::TableFiles;
+use super::{Row, Table, TableStats};
+use crate::db::{Db, IngestOptions, IngestReport};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::partition::{HashFn, MergedScan, Partitions, check_count};
+
+/// N databases in one directory holding partitioned tables. See the [module docs](self).
+#[derive(Debug)]
+pub struct PartitionedDb {
+    parts: Partitions,
+}
+
+impl PartitionedDb {
+    /// Opens (creating, when `opts.create_if_missing`) the partitioned directory `dir`
+    /// with `count` partitions. A count of 0 or over
+    /// [`MAX_PARTITIONS`](crate::partition::MAX_PARTITIONS), or one that differs from the
+    /// directory's, is `InvalidArgument` and creates nothing.
+    pub fn open(dir: impl AsRef<Path>, count: usize, opts: Options) -> Result<PartitionedDb> {
+        check_count(count)?;
+        Self::checked(Partitions::open(dir, count, opts)?)
+    }
+
+    /// Opens an existing partitioned directory with the count it records.
+    pub fn open_existing(dir: impl AsRef<Path>, opts: Options) -> Result<PartitionedDb> {
+        Self::checked(Partitions::open_existing(dir, opts)?)
+    }
+
+    /// Refuses a directory whose partitions disagree on a table.
+    fn checked(parts: Partitions) -> Result<PartitionedDb> {
+        let db = PartitionedDb { parts };
+        let mut names: Vec<String> = db.parts.dbs().iter().flat_map(Db::list_tables).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            if let Err(e) = db.tables_named(&name) {
+                // Close what was opened; the disagreement is the error to report.
+                let _ = db.close();
+                return Err(e);
+            }
+        }
+        Ok(db)
+    }
+
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        self.parts.count()
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.parts.path()
+    }
+
+    /// The database of partition `i` (`InvalidArgument` when `i >= count()`).
+    pub fn partition(&self, i: usize) -> Result<&Db> {
+        self.parts.dbs().get(i).ok_or_else(|| out_of_range(i, self.count()))
+    }
+
+    /// Creates `schema`'s table in every partition. A unique secondary index is
+    /// refused (see the module docs); so is a name taken in any partition. A create
+    /// interrupted part-way (a crash) leaves the table in some partitions only, which
+    /// [`open`](Self::open) then refuses; drop it from those through
+    /// [`Partitions`](crate::partition::Partitions) and create it again.
+    pub fn create_table(&self, schema: Schema) -> Result<PartitionedTable> {
+        let schema = schema.validated()?;
+        if let Some(ix) = schema.indexes.iter().find(|i| i.unique) {
+            return Err(Error::InvalidArgument(format!(
+                "unique index {:?} of table {:?}: a partitioned table's indexes are local to each \
+                 partition and cannot check uniqueness across partitions",
+                ix.name, schema.name
+            )));
+        }
+        if let Some(i) = self.parts.dbs().iter().position(|db| db.table(&schema.name).is_ok()) {
+            return Err(Error::AlreadyExists(format!(
+                "table {:?} (in partition {i})",
+                schema.name
+            )));
+        }
+        let router = Router::with_hash(&schema, self.count(), self.parts.hash_fn())?;
+        let mut tables = Vec::with_capacity(self.count());
+        for db in self.parts.dbs() {
+            tables.push(db.create_table(schema.clone())?);
+        }
+        Ok(PartitionedTable { router, tables })
+    }
+
+    /// The table `name`, which every partition holds with the same schema.
+    pub fn table(&self, name: &str) -> Result<PartitionedTable> {
+        let tables = self.tables_named(name)?;
+        let router = Router::with_hash(&tables[0].schema()?, self.count(), self.parts.hash_fn())?;
+        Ok(PartitionedTable { router, tables })
+    }
+
+    fn tables_named(&self, name: &str) -> Result<Vec<Table>> {
+        let mut tables = Vec::with_capacity(self.count());
+        let mut first: Option<Schema> = None;
+        for (i, db) in self.parts.dbs().iter().enumerate() {
+            let t = db.table(name).map_err(|e| match e {
+                Error::NotFound(_) if i > 0 => Error::SchemaMismatch(format!(
+                    "table {name:?} exists in partition 0 but not in partition {i} of {}: every \
+                     partition must hold it (an interrupted create_table?)",
+                    self.path().display()
+                )),
+                e => e,
+            })?;
+            let s = t.schema()?;
+            match &first {
+                None => first = Some(s),
+                Some(f) if *f != s => {
+                    return Err(Error::SchemaMismatch(format!(
+                        "table {name:?} is `{f}` in partition 0 but `{s}` in partition {i} of {}",
+                        self.path().display()
+                    )));
+                }
+                Some(_) => {}
+            }
+            tables.push(t);
+        }
+        Ok(tables)
+    }
+
+    /// Names of the tables.
+    pub fn list_tables(&self) -> Vec<String> {
+        self.parts.db(0).list_tables()
+    }
+
+    /// Flushes every partition's memtable.
+    pub fn flush(&self) -> Result<()> {
+        self.parts.flush()
+    }
+
+    /// Closes every partition; the first error is returned after all were closed.
+    pub fn close(self) -> Result<()> {
+        self.parts.close()
+    }
+}
+
+fn out_of_range(i: usize, count: usize) -> Error {
+    Error::InvalidArgument(format!("partition {i} does not exist: there are {count} (0..{count})"))
+}
+
+/// Routes a table's rows to partitions without a database: what [`PartitionedTable`]
+/// does for each statement, for clients that split rows themselves (one
+/// [`TableWriter`](super::writer::TableWriter) per partition).
+///
+/// ```
+/// use strata::table::{partitioned::Router, schema::Schema, value::Value};
+/// let schema = Schema::parse("table t (id u64, v str) primary key (id)").unwrap();
+/// let router = Router::new(&schema, 4).unwrap();
+/// let p = router.partition_of_pk(&[Value::U64(42)]).unwrap();
+/// assert!(p < 4);
+/// assert_eq!(router.partition_of_row(&[Value::U64(42), Value::from("x")]).unwrap(), p);
+/// assert!(router.partition_of_pk(&[Value::from("not a u64")]).is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Router {
+    layout: Layout,
+    hash: HashFn,
+    count: usize,
+}
+
+impl Router {
+    /// A router of `schema`'s rows over `count` partitions by the default hash.
+    pub fn new(schema: &Schema, count: usize) -> Result<Router> {
+        Self::with_hash(schema, count, HashFn::Fnv1aFmix64)
+    }
+
+    fn with_hash(schema: &Schema, count: usize, hash: HashFn) -> Result<Router> {
+        check_count(count)?;
+        Ok(Router {
+            layout: Layout::detached(&schema.clone().validated()?)?,
+            hash,
+            count,
+        })
+    }
+
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The partition of the row with primary key `pk` (one value per key field).
+    pub fn partition_of_pk(&self, pk: &[Value]) -> Result<usize> {
+        let key = self.layout.pk_from_values(pk)?;
+        Ok(self.hash.partition(&key, self.count))
+    }
+
+    /// The partition of `row` (checked against the schema).
+    pub fn partition_of_row(&self, row: &[Value]) -> Result<usize> {
+        self.layout.schema.check_row(row)?;
+        Ok(self.hash.partition(&self.layout.pk_of(row), self.count))
+    }
+}
+
+/// One table over every partition: statements go to the row's partition, selects
+/// merge every partition's. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PartitionedTable {
+    router: Router,
+    tables: Vec<Table>,
+}
+
+impl PartitionedTable {
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        self.tables[0].name()
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> Result<Schema> {
+        self.tables[0].schema()
+    }
+
+    /// The table in partition `i` (`InvalidArgument` when `i >= count()`).
+    pub fn partition(&self, i: usize) -> Result<&Table> {
+        self.tables.get(i).ok_or_else(|| out_of_range(i, self.count()))
+    }
+
+    /// The router of the table's rows.
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// The partition of the row with primary key `pk` (one value per key field).
+    pub fn partition_of_pk(&self, pk: &[Value]) -> Result<usize> {
+        self.router.partition_of_pk(pk)
+    }
+
+    /// The partition of `row` (checked against the schema).
+    pub fn partition_of_row(&self, row: &[Value]) -> Result<usize> {
+        self.router.partition_of_row(row)
+    }
+
+    fn by_row(&self, row: &[Value]) -> Result<&Table> {
+        Ok(&self.tables[self.partition_of_row(row)?])
+    }
+
+    fn by_pk(&self, pk: &[Value]) -> Result<&Table> {
+        Ok(&self.tables[self.partition_of_pk(pk)?])
+    }
+
+    /// Inserts a row; `Error::Constraint` if its primary key exists.
+    pub fn insert(&self, row: Row) -> Result<()> {
+        self.by_row(&row)?.insert(row)
+    }
+
+    /// Inserts or overwrites the row with the same primary key.
+    pub fn replace(&self, row: Row) -> Result<()> {
+        self.by_row(&row)?.replace(row)
+    }
+
+    /// Sets fields of the row with primary key `pk`; false if there is none.
+    pub fn update(&self, pk: &[Value], set: &[(&str, Value)]) -> Result<bool> {
+        self.by_pk(pk)?.update(pk, set)
+    }
+
+    /// Deletes the row with primary key `pk` (no error if absent).
+    pub fn delete(&self, pk: &[Value]) -> Result<()> {
+        self.by_pk(pk)?.delete(pk)
+    }
+
+    /// The row with primary key `pk`.
+    pub fn get(&self, pk: &[Value]) -> Result<Option<Row>> {
+        self.by_pk(pk)?.get(pk)
+    }
+
+    /// A query through `index` (a secondary index, or
+    /// [`select::PRIMARY`](super::select::PRIMARY)) over every partition.
+    pub fn select(&self, index: &str) -> PartitionedSelect {
+        PartitionedSelect {
+            table: self.clone(),
+            index: index.to_string(),
+            q: Query::default(),
+        }
+    }
+
+    /// Installs files a [`TableWriter`](super::writer::TableWriter) wrote for partition
+    /// `partition` (see [`Table::ingest`]). Files whose descriptor records another
+    /// partition or count are refused; files written without one are read through to
+    /// check that every primary key routes to `partition`. Nothing changes on refusal.
+    pub fn ingest(&self, partition: usize, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
+        let table = self.partition(partition)?;
+        let dir = dir.as_ref();
+        let files = TableFiles::open(dir)?;
+        let n = self.count();
+        match files.partition {
+            Some(p) if (p.index, p.count, p.hash) != (partition, n, self.router.hash) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: the files were written for partition {} of {} ({:?}), not partition {partition} of {n} \
+                     ({:?})",
+                    dir.display(),
+                    p.index,
+                    p.count,
+                    p.hash,
+                    self.router.hash
+                )));
+            }
+            Some(_) => {}
+            None => {
+                let path = dir.join(&files.primary.0);
+                if let Some(at) = super::ingest::first_key_routed_elsewhere(&path, self.router.hash, n, partition)? {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: entry {at} has the primary key of another partition than {partition} of {n}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        table.ingest(dir, opts)
+    }
+
+    /// Counters and index sizes summed over the partitions (ratios recomputed, the
+    /// oldest pending purge the oldest of any partition).
+    pub fn stats(&self) -> Result<TableStats> {
+        let mut sum = TableStats::default();
+        for t in &self.tables {
+            add_stats(&mut sum, t.stats()?);
+        }
+        let hits: u64 = sum.indexes.iter().map(|i| i.hits).sum();
+        sum.primary_lookups_per_secondary_hit = if hits == 0 {
+            0.0
+        } else {
+            sum.primary_lookups as f64 / hits as f64
+        };
+        Ok(sum)
+    }
+}
+
+fn add_stats(sum: &mut TableStats, s: TableStats) {
+    sum.name = s.name;
+    sum.mode = s.mode;
+    sum.hidden_reads += s.hidden_reads;
+    sum.unique_check_reads += s.unique_check_reads;
+    sum.update_reads += s.update_reads;
+    sum.statements += s.statements;
+    sum.deferred_deletes_emitted += s.deferred_deletes_emitted;
+    sum.dirty_hits_skipped += s.dirty_hits_skipped;
+    sum.primary_lookups += s.primary_lookups;
+    sum.primary_entries += s.primary_entries;
+    sum.blind_writes += s.blind_writes;
+    sum.commit_purges += s.commit_purges;
+    sum.background_purges += s.background_purges;
+    sum.purges_dropped += s.purges_dropped;
+    sum.pending_purges_estimate += s.pending_purges_estimate;
+    sum.oldest_pending_purge_age_micros = sum
+        .oldest_pending_purge_age_micros
+        .max(s.oldest_pending_purge_age_micros);
+    for ix in s.indexes {
+        match sum.indexes.iter_mut().find(|i| i.name == ix.name) {
+            Some(i) => {
+                i.entries += ix.entries;
+                i.bytes += ix.bytes;
+                i.deferred_deletes_emitted += ix.deferred_deletes_emitted;
+                i.reads += ix.reads;
+                i.hits += ix.hits;
+                i.dirty_hits_skipped += ix.dirty_hits_skipped;
+            }
+            None => sum.indexes.push(ix),
+        }
+    }
+}
+
+/// A query over every partition under construction, as [`super::Select`]:
+/// `table.select("by_age").eq(..).range(..).reverse().limit(..).rows()`.
+#[derive(Debug)]
+pub struct PartitionedSelect {
+    table: PartitionedTable,
+    index: String,
+    q: Query,
+}
+
+impl PartitionedSelect {
+    query_builder!();
+
+    /// The matching rows of every partition, merged lazily in index order (ties by
+    /// primary key): each partition's select is read one row ahead, so a limit stops
+    /// every partition early and memory stays one row per partition.
+    pub fn rows(self) -> Result<PartitionedRows> {
+        let mut sources = Vec::with_capacity(self.table.tables.len());
+        for t in &self.table.tables {
+            sources.push(KeyedRows(t.select(&self.index).with_query(self.q.clone()).rows()?));
+        }
+        let merge = if self.q.reverse {
+            MergedScan::descending(sources)
+        } else {
+            MergedScan::ascending(sources)
+        };
+        Ok(PartitionedRows {
+            merge,
+            left: self.q.limit,
+        })
+    }
+}
+
+/// A partition's rows with their index entry keys, the merge order.
+struct KeyedRows(Rows);
+
+impl Iterator for KeyedRows {
+    type Item = Result<(Vec<u8>, Row)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_keyed()
+    }
+}
+
+/// Streamed rows of a [`PartitionedSelect`].
+pub struct PartitionedRows {
+    merge: MergedScan<KeyedRows, Row>,
+    left: Option<u64>,
+}
+
+impl std::fmt::Debug for PartitionedRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionedRows").field("left", &self.left).finish()
+    }
+}
+
+impl Iterator for PartitionedRows {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == Some(0) {
+            return None;
+        }
+        let item = self.merge.next()?;
+        if let Some(l) = self.left.as_mut() {
+            *l -= 1;
+        }
+        Some(item.map(|(_, row)| row))
+    }
+}
