@@ -358,7 +358,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 if blind {
                     add(&counters.blind_writes, 1);
                     let old = cx.old_or_later(&pk)?;
-                    deferred::write_row(&layout, &mut batch, &pk, &bytes, row, old.as_deref());
+                    write_row(&layout, &mut batch, &pk, &bytes, row, old.as_ref());
                 } else {
                     add(&counters.hidden_reads, 1);
                     let old = cx.read(&pk)?;
@@ -448,21 +448,18 @@ fn set_position(layout: &Layout, name: &str) -> Result<usize> {
     Ok(p)
 }
 
-/// Writes a row whose old version (if any) is known, in the table's mode.
+/// Writes a row whose old version (if any) is known, in the table's mode. Deferred
+/// tables write every entry again, blind (deferred invariant 1), and so does every
+/// version of a row with a delete key (invariant 12).
 fn write_row(layout: &Layout, batch: &mut WriteBatch, pk: &[u8], bytes: &[u8], row: &[Value], old: Option<&Row>) {
-    if layout.deferred() {
-        deferred::write_row(layout, batch, pk, bytes, row, old.map(|r| r.as_slice()));
-    } else {
-        // With a delete key every version writes all its entries (deferred invariant 12).
-        let rewrite_unchanged = layout.schema.delete_key.is_some();
-        eager::put_row(
-            layout,
-            batch,
-            pk,
-            bytes,
-            row,
-            old.map(|r| r.as_slice()),
-            rewrite_unchanged,
-        );
-    }
+    let rewrite_unchanged = layout.deferred() || layout.schema.delete_key.is_some();
+    eager::put_row(
+        layout,
+        batch,
+        pk,
+        bytes,
+        row,
+        old.map(|r| r.as_slice()),
+        rewrite_unchanged,
+    );
 }

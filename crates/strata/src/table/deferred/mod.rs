@@ -94,4 +94,4 @@ pub(crate) mod urgency;
 pub(crate) mod validate;
 pub(crate) mod write;
 
-pub(crate) use write::{delete_row, write_row};
+pub(crate) use write::delete_row;

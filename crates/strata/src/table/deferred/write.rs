@@ -1,4 +1,5 @@
-//! Blind writes (deferred invariant 1), and the purge at commit of old rows found in a
+//! Blind deletes (a blind write is `eager::put_row` rewriting every entry: deferred
+//! invariant 1, `txn::write_row`), and the purge at commit of old rows found in a
 //! memtable (invariant 6).
 //!
 //! When the caller happens to know the old row (UPDATE reads it anyway, and a blind
@@ -10,20 +11,6 @@
 use crate::batch::WriteBatch;
 use crate::table::layout::Layout;
 use crate::table::value::Value;
-
-/// Writes `row` under `pk` into every index, blind, unchanged keys included (invariant
-/// 1). When the caller happens to know the old row (UPDATE reads it anyway), changed
-/// secondary keys also get explicit deletes so no dirty entry is left behind.
-pub(crate) fn write_row(
-    layout: &Layout,
-    batch: &mut WriteBatch,
-    pk: &[u8],
-    bytes: &[u8],
-    row: &[Value],
-    old: Option<&[Value]>,
-) {
-    crate::table::eager::put_row(layout, batch, pk, bytes, row, old, true);
-}
 
 /// Deletes the row under `pk`: a tombstone in the primary index; when the caller
 /// happens to know the old row, explicit deletes of its secondary entries too.
