@@ -55,6 +55,15 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The error must name the damaged file (in its message, and as `file` for corruption).
+/// The first error of `scan` (there must be one): a corruption naming `damaged`.
+fn assert_scan_fails(mut scan: impl Iterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>, damaged: &Path, what: &str) {
+    let e = scan
+        .find_map(|r| r.err())
+        .unwrap_or_else(|| panic!("a {what} over the damaged block must yield an error"));
+    assert!(e.is_corruption(), "{what}: expected corruption, got {e:?}");
+    assert_names_file(&e, damaged, what);
+}
+
 fn assert_names_file(e: &Error, damaged: &Path, what: &str) {
     let msg = e.to_string();
     assert!(
@@ -145,21 +154,9 @@ fn flipped_byte_in_sstable_data_block_is_reported() {
                 .expect_err("get of a key in the damaged block must fail");
             assert!(e.is_corruption(), "get: expected corruption, got {e:?}");
             assert_names_file(&e, &sst, "get");
-            let e = db
-                .scan(..)
-                .expect("scan")
-                .find_map(|r| r.err())
-                .expect("a scan over the damaged block must yield an error");
-            assert!(e.is_corruption(), "scan: expected corruption, got {e:?}");
-            assert_names_file(&e, &sst, "scan");
+            assert_scan_fails(db.scan(..).expect("scan"), &sst, "scan");
             // A reverse scan meets the damage too (last).
-            let e = db
-                .scan(..)
-                .expect("scan")
-                .rev()
-                .find_map(|r| r.err())
-                .expect("a reverse scan over the damaged block must yield an error");
-            assert_names_file(&e, &sst, "reverse scan");
+            assert_scan_fails(db.scan(..).expect("scan").rev(), &sst, "reverse scan");
             // Keys in undamaged blocks are still readable.
             assert_eq!(
                 db.get(&key(KEYS - 1)).expect("get from an intact block"),
