@@ -145,42 +145,28 @@ impl MemTable {
 
     /// Inserts a range tombstone.
     pub fn add_range_delete(&self, ks: u32, start: &[u8], end: &[u8], seq: SeqNo) {
-        self.range_bytes
-            .fetch_add(start.len() + end.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
-        self.max_seq.fetch_max(seq, AtOrd::Relaxed);
-        self.range_dels.write().push((
-            ks,
-            RangeTombstone {
-                start: start.to_vec(),
-                end: end.to_vec(),
-                seq,
-            },
-        ));
+        self.note_range(start, end, seq);
+        let (start, end) = (start.to_vec(), end.to_vec());
+        self.range_dels.write().push((ks, RangeTombstone { start, end, seq }));
     }
 
     /// Records a secondary range delete of keyspace `ks` at `seq`.
     pub fn add_delete_where(&self, ks: u32, lo: &[u8], hi: &[u8], seq: SeqNo) {
+        self.note_range(lo, hi, seq);
+        let (lo, hi) = (lo.to_vec(), hi.to_vec());
+        self.delete_wheres.write().push((ks, DeleteWhere { seq, lo, hi }));
+    }
+
+    /// Counts a range operation's bytes and seqno.
+    fn note_range(&self, from: &[u8], to: &[u8], seq: SeqNo) {
         self.range_bytes
-            .fetch_add(lo.len() + hi.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
+            .fetch_add(from.len() + to.len() + RANGE_DEL_OVERHEAD, AtOrd::Relaxed);
         self.max_seq.fetch_max(seq, AtOrd::Relaxed);
-        self.delete_wheres.write().push((
-            ks,
-            DeleteWhere {
-                seq,
-                lo: lo.to_vec(),
-                hi: hi.to_vec(),
-            },
-        ));
     }
 
     /// Secondary range deletes of keyspace `ks`.
     pub fn delete_wheres(&self, ks: u32) -> Vec<DeleteWhere> {
-        self.delete_wheres
-            .read()
-            .iter()
-            .filter(|(k, _)| *k == ks)
-            .map(|(_, r)| r.clone())
-            .collect()
+        of_keyspace(&self.delete_wheres, ks)
     }
 
     /// Every secondary range delete, with its keyspace.
@@ -203,12 +189,7 @@ impl MemTable {
 
     /// Range tombstones of keyspace `ks`.
     pub fn range_tombstones(&self, ks: u32) -> Vec<RangeTombstone> {
-        self.range_dels
-            .read()
-            .iter()
-            .filter(|(k, _)| *k == ks)
-            .map(|(_, t)| t.clone())
-            .collect()
+        of_keyspace(&self.range_dels, ks)
     }
 
     /// The highest seqno <= `snapshot` of a range tombstone of `ks` covering `key`.
@@ -353,6 +334,15 @@ impl InternalIterator for MemTableIter {
     }
 }
 
+/// The items of keyspace `ks` in a list of `(keyspace, item)`.
+fn of_keyspace<T: Clone>(list: &RwLock<Vec<(u32, T)>>, ks: u32) -> Vec<T> {
+    list.read()
+        .iter()
+        .filter(|(k, _)| *k == ks)
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,20 +371,25 @@ mod tests {
         m.add(2, b"zz", 9, ValueKind::Put, b"x");
         m.add(4, b"0", 9, ValueKind::Put, b"x");
         let mut it = m.iter(3);
+        // The user keys from where the cursor stands on, stepping with `step`.
+        let walk = |it: &mut MemTableIter, step: fn(&mut MemTableIter) -> Result<()>| {
+            let mut keys = Vec::new();
+            while it.valid() {
+                keys.push(user_key(it.key()).to_vec());
+                step(it).unwrap();
+            }
+            keys
+        };
         it.seek_to_first().unwrap();
-        let mut fwd = Vec::new();
-        while it.valid() {
-            fwd.push(user_key(it.key()).to_vec());
-            it.next().unwrap();
-        }
-        assert_eq!(fwd, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(
+            walk(&mut it, MemTableIter::next),
+            vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+        );
         it.seek_to_last().unwrap();
-        let mut back = Vec::new();
-        while it.valid() {
-            back.push(user_key(it.key()).to_vec());
-            it.prev().unwrap();
-        }
-        assert_eq!(back, vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+        assert_eq!(
+            walk(&mut it, MemTableIter::prev),
+            vec![b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]
+        );
     }
 
     proptest::proptest! {
