@@ -52,6 +52,38 @@ def test_corruption_names_file_and_offset(path: str) -> None:
         assert any(sst[0] in problem for problem in report["problems"])
 
 
+def test_background_error_after_a_failed_compaction(path: str) -> None:
+    # Three level-0 files, one with a damaged data block; the compactions that more
+    # flushes start read it and fail in the background.
+    with strata.open(path) as db:
+        for r in range(3):
+            for i in range(2000):
+                db[b"k%08d" % (i * 3 + r)] = os.urandom(100)
+            db.flush()
+    first = sorted(f for f in os.listdir(path) if f.endswith(".sst"))[0]
+    with open(os.path.join(path, first), "r+b") as f:
+        f.seek(200)
+        f.write(b"\xff" * 64)
+    db = strata.open(path)
+    seen: strata.Error | None = None
+    for r in range(12):
+        try:
+            for i in range(2000):
+                db[b"k%08d" % (i * 3 + r % 3)] = b"w" * 100
+            db.flush()
+            db.compact()
+        except strata.Error as e:
+            seen = e
+            break
+    assert seen is not None, "a compaction over the damaged file must fail"
+    # The failure puts the database in a failed state: every later write says why.
+    with pytest.raises(strata.BackgroundError) as e:
+        db.put(b"x", b"y")
+    assert first in str(e.value)
+    assert "corruption" in str(e.value)
+    db.close()
+
+
 def test_not_a_database(tmp_path: object) -> None:
     empty = os.path.join(str(tmp_path), "empty")
     os.mkdir(empty)
