@@ -33,7 +33,12 @@
 //!
 //! # Forgetting satisfied records
 //!
-//! Invariant RG: a secondary range delete recorded in the manifest at seqno `s` is
+//! **Not applied today**: the removal below raced with concurrent flushes and
+//! compactions (`model_tiering` found deleted keys coming back), so the engine keeps
+//! every record; [`file_may_need`] and `JobResult::records_needed` are the parts of the
+//! rule that stand, to be installed atomically with the version they judge.
+//!
+//! Invariant RG (intended): a secondary range delete recorded in the manifest at seqno `s` is
 //! removed (in the edit of a compaction or page drop of its keyspace) once no `Put` it
 //! kills can exist: every live file of the keyspace is at least as new as `s`
 //! (smallest seqno, or an ingested file's global seqno, `>= s`), or is tiled and none of

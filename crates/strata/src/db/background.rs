@@ -333,13 +333,6 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     if !task.trivial_move {
         open_outputs(inner, &result.edit)?;
     }
-    let retired = inner.retired_delete_wheres(
-        task.keyspace,
-        &inner.current().version,
-        &result.edit,
-        result.records_needed.as_ref(),
-    )?;
-    result.edit.meta.extend(retired);
     // On failure the outputs stay: a failed manifest append may still have reached
     // the disk, and unreferenced files are swept at the next open.
     inner.install_edit(std::mem::take(&mut result.edit), None)?;
@@ -545,66 +538,6 @@ impl DbInner {
 }
 
 impl DbInner {
-    /// The meta-entry removals of keyspace `ks`'s secondary range delete records that
-    /// no file left after `edit` is applied to `version` can need (invariant RG of
-    /// `compaction::tiles`). `new_needs`, when known, is exactly what the edit's new
-    /// files need (the merge that wrote them looked at every entry).
-    pub(crate) fn retired_delete_wheres(
-        &self,
-        ks: u32,
-        version: &Version,
-        edit: &VersionEdit,
-        new_needs: Option<&std::collections::BTreeSet<SeqNo>>,
-    ) -> Result<Vec<(String, Option<Vec<u8>>)>> {
-        use crate::delete_key::{record_name, records_of};
-        let records = records_of(&version.meta, ks)?;
-        let Some(tree) = version.keyspace(ks).filter(|_| !records.is_empty()) else {
-            return Ok(Vec::new());
-        };
-        let gone: std::collections::HashSet<u64> = edit
-            .deleted_files
-            .iter()
-            .filter(|(k, _)| *k == ks)
-            .map(|(_, n)| *n)
-            .collect();
-        let new_files = edit.new_files.iter().filter(|f| f.keyspace == ks).map(|f| &f.meta);
-        let files: Vec<&crate::version::FileMeta> = tree
-            .files()
-            .map(|f| &f.meta)
-            .filter(|m| !gone.contains(&m.number))
-            .chain(new_files.filter(|_| new_needs.is_none()))
-            .collect();
-        let mut needed: Vec<bool> = records
-            .iter()
-            .map(|r| new_needs.is_some_and(|n| n.contains(&r.seq)))
-            .collect();
-        for m in files {
-            let older: Vec<usize> = (0..records.len())
-                .filter(|&i| !needed[i] && m.global_seq.unwrap_or(m.min_seq) < records[i].seq)
-                .collect();
-            if older.is_empty() {
-                continue;
-            }
-            let t = self.sst_cache.get(m.number, m.global_seq)?;
-            for i in older {
-                let pages = t.tiles().map(|tiles| {
-                    tiles
-                        .pages
-                        .iter()
-                        .filter(|p| !m.dropped_pages.contains(&p.handle.offset))
-                });
-                needed[i] =
-                    crate::compaction::tiles::file_may_need(&records[i], m.global_seq.unwrap_or(m.min_seq), pages);
-            }
-        }
-        Ok(records
-            .iter()
-            .zip(needed)
-            .filter(|(_, n)| !n)
-            .map(|(r, _)| (record_name(ks, r.seq), None))
-            .collect())
-    }
-
     /// Drops, by a manifest edit and without reading or rewriting them, the pages of
     /// keyspace `ks`'s tiled files that its secondary range deletes killed whole
     /// (invariant TP of `compaction::tiles`; only the oldest run of the last level
@@ -689,8 +622,6 @@ impl DbInner {
             tally.dropped = counts.dropped.load(AtOrd::Relaxed);
             tally.partial = counts.partial.load(AtOrd::Relaxed);
             if !edit.deleted_files.is_empty() {
-                let retired = self.retired_delete_wheres(ks, &sv.version, &edit, None)?;
-                edit.meta.extend(retired);
                 self.install_edit(edit, None)?;
             }
             Counters::add(&self.counters.pages_dropped, tally.dropped);
