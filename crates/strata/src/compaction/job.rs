@@ -31,10 +31,6 @@ pub struct JobResult {
     pub oldest_input_time: Option<u64>,
     /// Delete-tile pages dropped unread, and read while a delete covered them in part.
     pub pages: PageTally,
-    /// Seqnos of the secondary range deletes that a `Put` the outputs kept is older
-    /// than and covered by (kept for a snapshot): the outputs still need those records
-    /// (invariant RG of `compaction::tiles`). `None` for a trivial move.
-    pub records_needed: Option<std::collections::BTreeSet<SeqNo>>,
 }
 
 /// Pages of delete tiles a merge dropped whole or read in part.
@@ -180,7 +176,6 @@ pub fn run_compaction(
     if track_obligations && !task.bottommost {
         out.track_obligations();
     }
-    let mut needed = std::collections::BTreeSet::new();
     let zero = SeqZeroing {
         on: task.bottommost && !seqnos_read && !track_obligations && !keep_shadowed_tombstones && deletes.is_none(),
         oldest_snapshot,
@@ -204,15 +199,7 @@ pub fn run_compaction(
                 encode_internal_key(&mut zeroed, p.user_key, 0, ValueKind::Put);
                 out.add(&zeroed, merge.value())?;
             }
-            (Decision::Keep, false) => {
-                if p.kind == ValueKind::Put
-                    && let Some(d) = deletes
-                    && let Some(k) = d.config.key.of(merge.value())
-                {
-                    needed.extend(d.records.iter().filter(|r| p.seq < r.seq && r.covers(k)).map(|r| r.seq));
-                }
-                out.add(ikey, merge.value())?
-            }
+            (Decision::Keep, false) => out.add(ikey, merge.value())?,
             (Decision::Keep, true) => {
                 // Killed by a secondary range delete: it goes on as the tombstone it
                 // reads as.
@@ -234,6 +221,5 @@ pub fn run_compaction(
     };
     result.bytes_written = written;
     result.edit.new_files.extend(files);
-    result.records_needed = Some(needed);
     Ok(result)
 }

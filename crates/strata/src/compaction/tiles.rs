@@ -35,16 +35,15 @@
 //!
 //! **Not applied today**: the removal below raced with concurrent flushes and
 //! compactions (`model_tiering` found deleted keys coming back), so the engine keeps
-//! every record; [`file_may_need`] and `JobResult::records_needed` are the parts of the
-//! rule that stand, to be installed atomically with the version they judge.
+//! every record; [`file_may_need`] is the part of the rule that stands, to be applied
+//! atomically with the version it judges.
 //!
 //! Invariant RG (intended): a secondary range delete recorded in the manifest at seqno `s` is
 //! removed (in the edit of a compaction or page drop of its keyspace) once no `Put` it
 //! kills can exist: every live file of the keyspace is at least as new as `s`
 //! (smallest seqno, or an ingested file's global seqno, `>= s`), or is tiled and none of
 //! its pages still read meets the record's range ([`file_may_need`]), or was just
-//! written by a merge that kept no `Put` older than `s` in the range (the merge looks
-//! at every entry: `JobResult::records_needed`). Memtables need no
+//! written by a merge that kept no `Put` older than `s` in the range. Memtables need no
 //! look: the flush that moved the record into the manifest wrote its memtable and every
 //! older one, so entries older than `s` are all in files. A merge that still keeps a
 //! killed `Put` (for a snapshot below `s`) keeps the record with it.
