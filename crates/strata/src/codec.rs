@@ -70,6 +70,11 @@ impl<'a> Decoder<'a> {
         self.pos >= self.buf.len()
     }
 
+    /// Ok when everything was consumed; otherwise an error at the first unread byte.
+    pub fn finish(&self, reason: &'static str) -> Result<(), DecodeError> {
+        if self.is_empty() { Ok(()) } else { self.err(reason) }
+    }
+
     fn err<T>(&self, reason: &'static str) -> Result<T, DecodeError> {
         Err(DecodeError {
             offset: self.pos,

@@ -247,12 +247,7 @@ impl FenceIndex {
             offset = handle.end_with_trailer().ok_or_else(|| err("block handle overflows"))?;
             ix.push(&key, handle, key_budget).map_err(err)?;
         }
-        if !d.is_empty() {
-            return Err(DecodeError {
-                offset: d.position(),
-                reason: "trailing bytes after the index",
-            });
-        }
+        d.finish("trailing bytes after the index")?;
         Ok(ix)
     }
 }
@@ -291,12 +286,7 @@ impl FenceValue {
             max_seq: d.varint()?,
             entries: d.varint()?,
         };
-        if !d.is_empty() {
-            return Err(DecodeError {
-                offset: d.position(),
-                reason: "trailing bytes in fence pointer",
-            });
-        }
+        d.finish("trailing bytes in fence pointer")?;
         if v.min_seq > v.max_seq {
             return Err(DecodeError {
                 offset: 0,

@@ -39,12 +39,7 @@ pub fn decode_range_dels(bytes: &[u8]) -> Result<Vec<RangeTombstone>, DecodeErro
         }
         out.push(t);
     }
-    if !d.is_empty() {
-        return Err(DecodeError {
-            offset: d.position(),
-            reason: "trailing bytes after range tombstones",
-        });
-    }
+    d.finish("trailing bytes after range tombstones")?;
     Ok(out)
 }
 

@@ -248,12 +248,7 @@ impl TileIndex {
                 last,
             });
         }
-        if !d.is_empty() {
-            return Err(DecodeError {
-                offset: d.position(),
-                reason: "trailing bytes after the tile index",
-            });
-        }
+        d.finish("trailing bytes after the tile index")?;
         Ok(ix)
     }
 }

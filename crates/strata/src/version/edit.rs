@@ -310,12 +310,7 @@ fn decode_dropped_pages(b: &[u8]) -> std::result::Result<Vec<u64>, DecodeError> 
         })?;
         out.push(prev);
     }
-    if !d.is_empty() {
-        return Err(DecodeError {
-            offset: d.position(),
-            reason: "trailing bytes after the dropped pages",
-        });
-    }
+    d.finish("trailing bytes after the dropped pages")?;
     Ok(out)
 }
 
