@@ -12,6 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use strata::table::schema::Schema;
+use strata::table::select::Query;
 use strata::table::value::Value;
 
 use crate::convert::{FieldSpec, key_values, row_to_dict, to_row, to_value, type_name};
@@ -99,27 +100,6 @@ macro_rules! dispatch {
             Handle::Parts($t) => $call,
         }
     };
-}
-
-/// Applies a [`Query`], `reverse` and `limit` to a select builder: a table's `Select`
-/// or a partitioned table's, which have the same methods.
-macro_rules! query_select {
-    ($sel:expr, $q:expr, $reverse:expr, $limit:expr) => {{
-        let (q, mut sel) = ($q, $sel);
-        if let Some(vals) = q.eq {
-            sel = sel.eq(vals);
-        }
-        if let Some((lo, hi)) = q.range {
-            sel = sel.range(lo, hi);
-        }
-        if $reverse {
-            sel = sel.reverse();
-        }
-        if let Some(n) = $limit {
-            sel = sel.limit(n);
-        }
-        sel
-    }};
 }
 
 impl Handle {
@@ -274,10 +254,14 @@ impl TableBase {
         snapshot: Option<&Bound<'_, Snapshot>>,
     ) -> PyResult<Rows> {
         let schema = engine(py, &self.alive, || self.info.table.schema())?;
-        let q = Query::parse(py, &self.info, &schema, index, eq, range, bounds)?;
+        let q = Query {
+            reverse,
+            limit,
+            ..parse_query(py, &self.info, &schema, index, eq, range, bounds)?
+        };
         let rows: RowSource = match &self.info.table {
             Handle::One(t) => {
-                let mut sel = query_select!(t.select(index), q, reverse, limit);
+                let mut sel = t.select(index).with_query(q);
                 let snap = match snapshot {
                     Some(s) => {
                         let s = s.get();
@@ -297,7 +281,7 @@ impl TableBase {
                 if snapshot.is_some() {
                     return Err(errors::invalid(py, "a partitioned table's select takes no snapshot"));
                 }
-                let sel = query_select!(t.select(index), q, reverse, limit);
+                let sel = t.select(index).with_query(q);
                 Box::new(engine(py, &self.alive, || sel.rows())?)
             }
         };
@@ -310,75 +294,67 @@ impl TableBase {
     }
 }
 
-/// The conditions of a `select`: equality on the index's first fields, then a range
-/// on the next one.
-pub struct Query {
-    pub eq: Option<Vec<Value>>,
-    pub range: Option<(B<Value>, B<Value>)>,
-}
-
-impl Query {
-    /// Converts `select`'s arguments for `index` ("primary" or a secondary index of
-    /// `schema`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn parse<T>(
-        py: Python<'_>,
-        info: &Info<T>,
-        schema: &Schema,
-        index: &str,
-        eq: Option<&Bound<'_, PyAny>>,
-        range: Option<&Bound<'_, PyTuple>>,
-        bounds: &str,
-    ) -> PyResult<Query> {
-        let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
-            info.pk_fields()
-        } else {
-            let def = schema
-                .index(index)
-                .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
-            let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
-            pos.iter().map(|&i| &info.fields[i]).collect()
-        };
-        let mut q = Query { eq: None, range: None };
-        let mut n_eq = 0;
-        if let Some(eq) = eq.filter(|e| !e.is_none()) {
-            let vals = key_values(py, eq, &key, "eq")?;
-            n_eq = vals.len();
-            q.eq = Some(vals);
+/// The conditions of a `select` for `index` ("primary" or a secondary index of
+/// `schema`): equality on the index's first fields, then a range on the next one.
+#[allow(clippy::too_many_arguments)]
+pub fn parse_query<T>(
+    py: Python<'_>,
+    info: &Info<T>,
+    schema: &Schema,
+    index: &str,
+    eq: Option<&Bound<'_, PyAny>>,
+    range: Option<&Bound<'_, PyTuple>>,
+    bounds: &str,
+) -> PyResult<Query> {
+    let key: Vec<&FieldSpec> = if index == strata::table::select::PRIMARY {
+        info.pk_fields()
+    } else {
+        let def = schema
+            .index(index)
+            .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
+        let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
+        pos.iter().map(|&i| &info.fields[i]).collect()
+    };
+    let mut q = Query::default();
+    let mut n_eq = 0;
+    if let Some(eq) = eq.filter(|e| !e.is_none()) {
+        let vals = key_values(py, eq, &key, "eq")?;
+        n_eq = vals.len();
+        q.eq = vals;
+    }
+    if let Some(r) = range {
+        if r.len() != 2 {
+            return Err(errors::invalid(py, "range must be a (low, high) pair"));
         }
-        if let Some(r) = range {
-            if r.len() != 2 {
-                return Err(errors::invalid(py, "range must be a (low, high) pair"));
-            }
-            let Some(field) = key.get(n_eq) else {
+        let Some(field) = key.get(n_eq) else {
+            return Err(errors::invalid(
+                py,
+                format!("index {index:?} has no field left for a range after {n_eq} equalities"),
+            ));
+        };
+        let (lo_inc, hi_inc) = match bounds {
+            "[)" => (true, false),
+            "[]" => (true, true),
+            "(]" => (false, true),
+            "()" => (false, false),
+            _ => {
                 return Err(errors::invalid(
                     py,
-                    format!("index {index:?} has no field left for a range after {n_eq} equalities"),
+                    format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
                 ));
-            };
-            let (lo_inc, hi_inc) = match bounds {
-                "[)" => (true, false),
-                "[]" => (true, true),
-                "(]" => (false, true),
-                "()" => (false, false),
-                _ => {
-                    return Err(errors::invalid(
-                        py,
-                        format!("bounds {bounds:?}: use \"[)\", \"[]\", \"(]\" or \"()\""),
-                    ));
-                }
-            };
-            let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
-                if obj.is_none() {
-                    return Ok(B::Unbounded);
-                }
-                let v = to_value(py, &obj, field)?;
-                Ok(if inc { B::Included(v) } else { B::Excluded(v) })
-            };
-            q.range = Some((end(r.get_item(0)?, lo_inc)?, end(r.get_item(1)?, hi_inc)?));
-        }
-        Ok(q)
+            }
+        };
+        let end = |obj: Bound<'_, PyAny>, inc: bool| -> PyResult<B<Value>> {
+            if obj.is_none() {
+                return Ok(B::Unbounded);
+            }
+            let v = to_value(py, &obj, field)?;
+            Ok(if inc { B::Included(v) } else { B::Excluded(v) })
+        };
+        q.lower = end(r.get_item(0)?, lo_inc)?;
+        q.upper = end(r.get_item(1)?, hi_inc)?;
     }
+    Ok(q)
 }
 
 fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>> {

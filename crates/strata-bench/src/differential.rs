@@ -29,7 +29,7 @@ use rusqlite::{Connection, params_from_iter, types::Value as SqlValue};
 use strata::options::Compression;
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
-use strata::table::select::PRIMARY;
+use strata::table::select::{PRIMARY, Query};
 use strata::table::value::Value;
 use strata::table::{Row, Table};
 use strata::{Db, Error, Options, Snapshot, SyncPolicy};
@@ -134,11 +134,7 @@ enum Stmt {
 #[derive(Debug, Clone)]
 struct Sel {
     index: usize,
-    eq: Vec<Value>,
-    lower: Bound<Value>,
-    upper: Bound<Value>,
-    reverse: bool,
-    limit: Option<u64>,
+    q: Query,
     snapshot: Option<usize>,
 }
 
@@ -192,11 +188,13 @@ fn random_op(r: &mut StdRng) -> Op {
             };
             Op::Select(Sel {
                 index,
-                eq,
-                lower,
-                upper,
-                reverse: r.gen_bool(0.4),
-                limit: r.gen_bool(0.3).then(|| r.gen_range(0..8)),
+                q: Query {
+                    eq,
+                    lower,
+                    upper,
+                    reverse: r.gen_bool(0.4),
+                    limit: r.gen_bool(0.3).then(|| r.gen_range(0..8)),
+                },
                 snapshot: r.gen_bool(0.3).then(|| r.gen_range(0..3)),
             })
         }
@@ -356,11 +354,11 @@ impl Sqlite {
         let fields = INDEXES[sel.index].1;
         let mut conds = Vec::new();
         let mut params = Vec::new();
-        for (f, v) in fields.iter().zip(&sel.eq) {
+        for (f, v) in fields.iter().zip(&sel.q.eq) {
             params.push(sql_value(v));
             conds.push(format!("{} IS ?{}", FIELD_NAMES[*f], params.len()));
         }
-        if let Some(&f) = fields.get(sel.eq.len()) {
+        if let Some(&f) = fields.get(sel.q.eq.len()) {
             let name = FIELD_NAMES[f];
             let mut bound = |b: &Bound<Value>, incl: &str, excl: &str| -> Option<String> {
                 let (op, v) = match b {
@@ -371,8 +369,8 @@ impl Sqlite {
                 params.push(sql_value(v));
                 Some(format!("{name} {op} ?{}", params.len()))
             };
-            let lower = bound(&sel.lower, ">=", ">");
-            let upper = bound(&sel.upper, "<=", "<");
+            let lower = bound(&sel.q.lower, ">=", ">");
+            let upper = bound(&sel.q.upper, "<=", "<");
             match (lower, upper) {
                 (Some(l), Some(u)) => conds.extend([l, u]),
                 (Some(l), None) => conds.push(l),
@@ -381,7 +379,7 @@ impl Sqlite {
                 (None, None) => {}
             }
         }
-        let dir = if sel.reverse { " DESC" } else { "" };
+        let dir = if sel.q.reverse { " DESC" } else { "" };
         let mut order: Vec<String> = fields.iter().map(|f| format!("{}{dir}", FIELD_NAMES[*f])).collect();
         if fields != [0] {
             order.push(format!("id{dir}"));
@@ -391,7 +389,7 @@ impl Sqlite {
             if conds.is_empty() { "" } else { " WHERE " },
             conds.join(" AND "),
             order.join(", "),
-            sel.limit.map(|l| format!(" LIMIT {l}")).unwrap_or_default()
+            sel.q.limit.map(|l| format!(" LIMIT {l}")).unwrap_or_default()
         );
         let conn = match sel.snapshot {
             Some(i) => &self.snapshots[i],
@@ -486,16 +484,7 @@ impl Run {
     }
 
     fn strata_select(&self, t: &Table, sel: &Sel) -> BenchResult<Vec<Row>> {
-        let mut q = t
-            .select(INDEXES[sel.index].0)
-            .eq(sel.eq.clone())
-            .range(sel.lower.clone(), sel.upper.clone());
-        if sel.reverse {
-            q = q.reverse();
-        }
-        if let Some(l) = sel.limit {
-            q = q.limit(l);
-        }
+        let mut q = t.select(INDEXES[sel.index].0).with_query(sel.q.clone());
         if let Some(i) = sel.snapshot {
             q = q.at(&self.snapshots[i]);
         }
@@ -546,11 +535,10 @@ impl Run {
             Op::Get(pk) => {
                 let want = self.sqlite.select(&Sel {
                     index: 0,
-                    eq: vec![Value::U64(*pk)],
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                    reverse: false,
-                    limit: None,
+                    q: Query {
+                        eq: vec![Value::U64(*pk)],
+                        ..Query::default()
+                    },
                     snapshot: None,
                 })?;
                 for t in &self.tables {
@@ -615,11 +603,10 @@ impl Run {
             for reverse in [false, true] {
                 self.step(&Op::Select(Sel {
                     index,
-                    eq: Vec::new(),
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                    reverse,
-                    limit: None,
+                    q: Query {
+                        reverse,
+                        ..Query::default()
+                    },
                     snapshot: None,
                 }))?;
             }
@@ -646,7 +633,7 @@ pub struct HistoryCounts {
 /// Runs history `seed` of `ops` operations; an error describes the first mismatch.
 pub fn history(seed: u64, ops: usize) -> BenchResult<HistoryCounts> {
     let mut run = Run::new(seed)?;
-    let shape = shape(&run.opts);
+    let shape = run.opts.to_string();
     for n in 0..ops {
         let op = random_op(&mut run.rng);
         run.step(&op)
@@ -661,26 +648,6 @@ pub fn history(seed: u64, ops: usize) -> BenchResult<HistoryCounts> {
     })
 }
 
-/// The settings that shape the tree, for messages.
-fn shape(o: &Options) -> String {
-    format!(
-        "memtable {} file {} block {} T {} K {} lazy {} l0 {} fade {:?} density {:?} threads {} {:?} {:?}",
-        o.memtable_budget,
-        o.target_file_size,
-        o.block_size,
-        o.size_ratio,
-        o.runs_per_level,
-        o.lazy_leveling,
-        o.l0_compaction_trigger,
-        o.delete_persistence_threshold,
-        o.tombstone_density_trigger,
-        o.background_threads,
-        o.compression,
-        o.sync
-    )
-}
-
-/// `strata-bench differential`.
 pub fn run(args: &DifferentialArgs) -> BenchResult<()> {
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(args.minutes * 60.0);

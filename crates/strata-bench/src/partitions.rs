@@ -45,6 +45,9 @@ pub struct PartitionsArgs {
     /// Seconds per measurement (query kind x threads x partition count).
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Queries to measure (comma-separated): `eq`, `range`.
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["eq".to_string(), "range".to_string()])]
+    queries: Vec<String>,
     /// Block cache of the whole table, split evenly over its partitions (MiB).
     #[arg(long, default_value_t = 256)]
     cache_mib: usize,
@@ -199,6 +202,9 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
     for &n in &a.partitions {
         strata::partition::check_count(n)?;
     }
+    if let Some(q) = a.queries.iter().find(|q| !matches!(q.as_str(), "eq" | "range")) {
+        return Err(format!("unknown query {q:?}: use eq or range").into());
+    }
     let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-partitions")?;
     eprintln!(
         "partitions benchmark: {} rows, 4 secondary indexes, in {}",
@@ -222,7 +228,7 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
         let (db, t, secs) = load(&dir, n, a.rows, a.cache_mib)?;
         eprintln!("  {n} partition(s): loaded in {secs:.1} s");
         report.load_seconds.push((n, secs));
-        for query in ["eq", "range"] {
+        for query in a.queries.iter().map(String::as_str) {
             // Warm the cache the same way for every N.
             measure(&t, query, 1, (a.seconds / 3.0).min(1.0), spread(a.rows))?;
             for threads in [1, 2] {

@@ -3,11 +3,11 @@
 //! partitions by primary key hash. Commands that work on one database only refuse a
 //! partitioned directory in [`crate::commands::open`].
 
-use std::ops::Bound;
 use std::path::Path;
 
 use strata::partition::DESCRIPTOR_FILE;
 use strata::table::schema::Schema;
+use strata::table::select::Query;
 use strata::table::value::Value;
 use strata::table::{Row, Table, TableStats};
 use strata::{Db, PartitionedDb, PartitionedTable};
@@ -24,16 +24,6 @@ pub(crate) enum Store {
 pub(crate) enum AnyTable {
     One(Table),
     Parts(Box<PartitionedTable>),
-}
-
-/// A select's parameters, the same for both kinds of table.
-pub(crate) struct Query {
-    pub index: String,
-    pub eq: Vec<Value>,
-    pub lower: Bound<Value>,
-    pub upper: Bound<Value>,
-    pub reverse: bool,
-    pub limit: Option<u64>,
 }
 
 /// True when `dir` is a partitioned directory.
@@ -168,23 +158,12 @@ impl AnyTable {
         })
     }
 
-    /// The rows `q` selects, streamed (merged over partitions for a partitioned table).
-    pub(crate) fn rows(&self, q: Query) -> Result<Box<dyn Iterator<Item = strata::Result<Row>>>> {
-        macro_rules! build {
-            ($sel:expr) => {{
-                let mut s = $sel.eq(q.eq).range(q.lower, q.upper);
-                if q.reverse {
-                    s = s.reverse();
-                }
-                if let Some(n) = q.limit {
-                    s = s.limit(n);
-                }
-                Box::new(s.rows()?)
-            }};
-        }
+    /// The rows `q` selects through `index`, streamed (merged over partitions for a
+    /// partitioned table).
+    pub(crate) fn rows(&self, index: &str, q: Query) -> Result<Box<dyn Iterator<Item = strata::Result<Row>>>> {
         Ok(match self {
-            AnyTable::One(t) => build!(t.select(&q.index)),
-            AnyTable::Parts(t) => build!(t.select(&q.index)),
+            AnyTable::One(t) => Box::new(t.select(index).with_query(q).rows()?),
+            AnyTable::Parts(t) => Box::new(t.select(index).with_query(q).rows()?),
         })
     }
 }

@@ -16,9 +16,10 @@ use strata::table::{Row, Table, TableStats};
 
 use crate::commands::{CliError, Result, open};
 use crate::rows::{self, TextSource};
-use crate::store::{Query, Store, table_not_found};
+use crate::store::{Store, table_not_found};
 use crate::table_args::{LoadArgs, LoadFormat, LoadMode, RangeArgs, RowFormat, RowsFormat, SelectArgs, TableCommand};
 use serde::Serialize;
+use strata::table::select::Query;
 
 /// Runs one table subcommand.
 pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Result<()> {
@@ -378,14 +379,16 @@ fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Resu
     } else {
         (Bound::Unbounded, Bound::Unbounded)
     };
-    let selected = t.rows(Query {
-        index: args.index.clone(),
-        eq,
-        lower,
-        upper,
-        reverse: args.reverse,
-        limit: args.limit,
-    })?;
+    let selected = t.rows(
+        &args.index,
+        Query {
+            eq,
+            lower,
+            upper,
+            reverse: args.reverse,
+            limit: args.limit,
+        },
+    )?;
     if args.count {
         let mut n = 0u64;
         for row in selected {

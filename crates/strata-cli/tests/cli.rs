@@ -12,23 +12,25 @@ fn put_all(db: &Path, pairs: &[(&str, &str)]) {
     }
 }
 
-fn sst_files(db: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
+/// The paths in `dir`, sorted.
+fn dir_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     v.sort();
     v
 }
 
-fn dir_names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
+fn sst_files(db: &Path) -> Vec<PathBuf> {
+    let mut v = dir_entries(db);
+    v.retain(|p| p.extension().is_some_and(|e| e == "sst"));
     v
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    dir_entries(dir)
+        .iter()
+        .filter_map(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect()
 }
 
 const ABCDE: [(&str, &str); 5] = [("c", "3"), ("a", "1"), ("e", "5"), ("b", "2"), ("d", "4")];

@@ -199,6 +199,38 @@ impl Default for Options {
     }
 }
 
+/// One line of the settings that shape the tree and its I/O (not the file system,
+/// clock or open flags), for logs and failure messages:
+///
+/// ```
+/// let line = strata::Options::default().to_string();
+/// assert!(line.starts_with("memtable 67108864 file 67108864 block 8192 T 10 K 1"), "{line}");
+/// ```
+impl std::fmt::Display for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "memtable {} file {} block {} T {} K {} lazy {} l0 {}/{} bloom {} {:?} {:?} threads {} cache {} \
+             fade {:?} density {:?}",
+            self.memtable_budget,
+            self.target_file_size,
+            self.block_size,
+            self.size_ratio,
+            self.runs_per_level,
+            self.lazy_leveling,
+            self.l0_compaction_trigger,
+            self.l0_stall_trigger,
+            self.bloom_fpr,
+            self.compression,
+            self.sync,
+            self.background_threads,
+            self.block_cache_bytes,
+            self.delete_persistence_threshold,
+            self.tombstone_density_trigger
+        )
+    }
+}
+
 impl Options {
     /// Checks the options for values Strata cannot work with.
     pub fn validate(&self) -> crate::Result<()> {

@@ -15,7 +15,7 @@ mod model_harness;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use model_harness::options::{describe, drawn_options};
+use model_harness::options::drawn_options;
 use model_harness::{Harness, NoSyncFs, ops_from_seed};
 
 /// Runs history `seed` under `configs` drawn option sets; returns operations run.
@@ -25,7 +25,7 @@ fn history(seed: u64, ops: usize, configs: u64) -> usize {
     let mut first: Option<(String, Vec<u64>)> = None;
     for c in 0..configs {
         let (opts, clock) = drawn_options(seed.wrapping_mul(1_000_003).wrapping_add(c), Arc::new(NoSyncFs));
-        let shape = describe(&opts);
+        let shape = opts.to_string();
         let mut h = Harness::new(opts, nks).unwrap_or_else(|e| panic!("open under {shape}: {e}"));
         h.clock = Some(clock);
         if let Err(e) = h.run(&ops) {

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use strata::partition::{MAX_PARTITIONS, Partitions};
 use strata::table::schema::Schema;
-use strata::table::select::PRIMARY;
+use strata::table::select::{PRIMARY, Query};
 use strata::table::value::Value;
 use strata::table::writer::{TableWriter, TableWriterOptions};
 use strata::table::{Row, Table};
@@ -48,7 +48,7 @@ fn row(id: u64, a: u64, b: Option<i64>) -> Row {
 
 /// (index: 0 by_a, 1 by_ba (eq on b, range on a), 2 primary; eq; lower bound; upper
 /// bound; reverse; limit).
-type Query = (u8, Option<i64>, Option<u64>, Option<u64>, bool, Option<u64>);
+type SelectOp = (u8, Option<i64>, Option<u64>, Option<u64>, bool, Option<u64>);
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -57,7 +57,7 @@ enum Op {
     Update(u64, u64),
     Delete(u64),
     Get(u64),
-    Select(Query),
+    Select(SelectOp),
     Flush,
     Reopen,
 }
@@ -184,16 +184,15 @@ fn run(n: usize, mode: &str, ops: &[Op]) -> Result<(), TestCaseError> {
                     (1, Some(b)) => vec![Value::I64(b)],
                     _ => vec![],
                 };
-                let mut ps = pair.pt.select(name).eq(eqv.clone()).range(lower.clone(), upper.clone());
-                let mut ss = pair.st.select(name).eq(eqv).range(lower, upper);
-                if reverse {
-                    ps = ps.reverse();
-                    ss = ss.reverse();
-                }
-                if let Some(l) = limit {
-                    ps = ps.limit(l);
-                    ss = ss.limit(l);
-                }
+                let q = Query {
+                    eq: eqv,
+                    lower,
+                    upper,
+                    reverse,
+                    limit,
+                };
+                let ps = pair.pt.select(name).with_query(q.clone());
+                let ss = pair.st.select(name).with_query(q);
                 // by_ba with a range and no equality ranges over b (i64): a u64 bound
                 // is a type error in both.
                 let p = ps.rows().and_then(|r| r.collect::<strata::Result<Vec<Row>>>());
@@ -335,10 +334,12 @@ fn per_partition_writers_and_ingest_select_like_a_row_by_row_load() {
         ] {
             for reverse in [false, true] {
                 let q = |t: &PartitionedTable| -> Vec<Row> {
-                    let mut s = t.select(index).eq(eq.clone());
-                    if reverse {
-                        s = s.reverse();
-                    }
+                    let q = Query {
+                        eq: eq.clone(),
+                        reverse,
+                        ..Query::default()
+                    };
+                    let s = t.select(index).with_query(q);
                     s.rows().expect("rows").map(|r| r.expect("row")).collect()
                 };
                 let (b, l) = (q(&bt), q(&lt));

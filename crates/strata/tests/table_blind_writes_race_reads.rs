@@ -37,9 +37,7 @@ const ROUNDS: u64 = 30;
 /// table; asserts no round returned an anomalous row (`what` describes one).
 fn race(what: &str, round: impl Fn(&Table, u64) -> Vec<Row>) {
     let mut failures = Vec::new();
-    for mode in ["eager", "deferred"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, _db, t| {
         let mut anomalies = Vec::new();
         for r in 0..ROUNDS {
             anomalies.extend(round(&t, r * KEYS));
@@ -52,7 +50,7 @@ fn race(what: &str, round: impl Fn(&Table, u64) -> Vec<Row>) {
                 &anomalies[..anomalies.len().min(3)]
             ));
         }
-    }
+    });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

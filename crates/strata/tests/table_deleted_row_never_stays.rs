@@ -74,11 +74,9 @@ fn final_check(db: &Db, live: u64, ctx: &str) {
 /// while the snapshot pins the rows, release, compact again.
 #[test]
 fn rows_deleted_under_a_snapshot_leave_after_its_release() {
-    for mode in ["deferred", "eager"] {
-        for delete_in_memtable in [false, true] {
+    for delete_in_memtable in [false, true] {
+        table_harness::in_each_mode(create, |mode, db, t| {
             let ctx = format!("{mode}, delete while the row is in the memtable: {delete_in_memtable}");
-            let (_dir, db) = table_harness::open_small();
-            let t = create(&db, mode);
             let n = 500u64;
             let mut model = BTreeMap::new();
             for id in 0..n {
@@ -106,21 +104,21 @@ fn rows_deleted_under_a_snapshot_leave_after_its_release() {
             verify(&t, &model, None, &format!("{ctx}, latest after compaction"));
             for (index, _) in INDEXES {
                 assert!(
-                    index_file_entries(&db, index) >= n,
+                    index_file_entries(db, index) >= n,
                     "{ctx}: index {index} lost entries the snapshot still needs"
                 );
             }
             drop(snap);
-            final_check(&db, model.len() as u64, &ctx);
+            final_check(db, model.len() as u64, &ctx);
             verify(&t, &model, None, &format!("{ctx}, after release and compaction"));
             for (index, _) in INDEXES {
-                assert_eq!(index_file_entries(&db, index), model.len() as u64, "{ctx}: {index}");
+                assert_eq!(index_file_entries(db, index), model.len() as u64, "{ctx}: {index}");
             }
             if mode == "deferred" {
                 let ts = t.stats().expect("stats");
                 assert!(ts.deferred_deletes_emitted >= 2 * (n - n / 5), "{ctx}: {ts}");
             }
-        }
+        });
     }
 }
 
@@ -128,11 +126,9 @@ fn rows_deleted_under_a_snapshot_leave_after_its_release() {
 /// any order, and flushes, background compactions and full compactions in between.
 #[test]
 fn random_history_with_snapshots_leaves_no_deleted_row() {
-    for mode in ["deferred", "eager"] {
-        for seed in [1u64, 2, 3] {
+    for seed in [1u64, 2, 3] {
+        table_harness::in_each_mode(create, |mode, db, t| {
             let ctx = format!("{mode}, seed {seed}");
-            let (_dir, db) = table_harness::open_small();
-            let t = create(&db, mode);
             let mut g = StdRng::seed_from_u64(seed);
             let mut model: BTreeMap<u64, Row> = BTreeMap::new();
             let mut snaps: Vec<(Snapshot, BTreeMap<u64, Row>)> = Vec::new();
@@ -179,10 +175,10 @@ fn random_history_with_snapshots_leaves_no_deleted_row() {
                     verify(&t, &model, None, &format!("{ctx}, step {step}, latest"));
                 }
             }
-            assert!(deepest_level(&db) >= 2, "{ctx}: never reached level 2");
+            assert!(deepest_level(db) >= 2, "{ctx}: never reached level 2");
             snaps.clear();
-            final_check(&db, model.len() as u64, &ctx);
+            final_check(db, model.len() as u64, &ctx);
             verify(&t, &model, None, &format!("{ctx}, end"));
-        }
+        });
     }
 }

@@ -185,9 +185,7 @@ fn index_built_under_concurrent_writers_eager() {
 /// that reads skip and compactions remove (deferred), or are removed at once (eager).
 #[test]
 fn new_index_is_maintained_after_the_build() {
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         let mut g = StdRng::seed_from_u64(5);
         for id in 0..500 {
             t.replace(row(id, &mut g)).expect("replace");
@@ -204,7 +202,7 @@ fn new_index_is_maintained_after_the_build() {
         verify_index(&t, "by_c", &[3], mode);
         db.flush().expect("flush");
         verify_index(&t, "by_c", &[3], mode);
-        let report = check_ok(&db, true);
+        let report = check_ok(db, true);
         assert_eq!(report.tables[0].rows, 500 - 167);
         for ic in &report.tables[0].indexes {
             assert_eq!(ic.file_entries, 500 - 167, "{mode}: {report}");
@@ -213,8 +211,8 @@ fn new_index_is_maintained_after_the_build() {
         t.drop_index("by_c").expect("drop");
         t.create_index(IndexDef::new("by_c", &["c"], false)).expect("recreate");
         verify_index(&t, "by_c", &[3], mode);
-        check_ok(&db, true);
-    }
+        check_ok(db, true);
+    });
 }
 
 #[test]
@@ -250,9 +248,7 @@ fn bad_index_definitions_are_refused_and_leave_nothing() {
 /// succeeds and is enforced from then on.
 #[test]
 fn unique_index_build_checks_existing_rows() {
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         for id in 0..100 {
             // a = id for all rows but two, which share a = 5.
             let a = if id == 50 { 5 } else { id };
@@ -275,7 +271,7 @@ fn unique_index_build_checks_existing_rows() {
         );
         assert!(!names.contains(&"u_a".to_string()), "{mode}: {names:?}");
         assert!(report.ok(), "{mode}: {report}");
-    }
+    });
 }
 
 /// While a unique index is being built, a writer inserts a row whose key an existing
@@ -283,9 +279,7 @@ fn unique_index_build_checks_existing_rows() {
 /// "unique" index holds a duplicate.
 #[test]
 fn unique_index_build_races_a_duplicate_insert() {
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         let n = 20_000u64;
         let mut tx = t.transaction();
         for id in 0..n {
@@ -345,7 +339,7 @@ fn unique_index_build_races_a_duplicate_insert() {
             raced > 0,
             "{mode}: the writer never caught the index while it was being built"
         );
-    }
+    });
 }
 
 /// Dropping the table while one of its indexes is being built: the build fails or
@@ -353,9 +347,7 @@ fn unique_index_build_races_a_duplicate_insert() {
 /// behind in the directory.
 #[test]
 fn dropping_the_table_during_an_index_build_leaves_no_files() {
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         let keep = db
             .create_table(Schema::parse("table keep (id u64, a u64) primary key (id) index by_a (a)").expect("schema"))
             .expect("table");
@@ -387,17 +379,17 @@ fn dropping_the_table_during_an_index_build_leaves_no_files() {
         if caught == 0 {
             // Too quick this time; nothing to check beyond a clean state.
             assert!(build.is_ok(), "{mode}: {build:?}");
-            continue;
+            return;
         }
         assert_eq!(db.list_tables(), ["keep"], "{mode}: build returned {build:?}");
         assert!(matches!(t.count(), Err(Error::NotFound(_))), "{mode}");
-        check_ok(&db, true);
+        check_ok(db, true);
         assert_eq!(keep.count().expect("count"), 1);
         db.wait_for_background().expect("background");
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let on_disk = table_harness::sst_files(db.path()).len();
-            let live = table_harness::live_file_count(&db);
+            let live = table_harness::live_file_count(db);
             if on_disk == live {
                 break;
             }
@@ -408,5 +400,5 @@ fn dropping_the_table_during_an_index_build_leaves_no_files() {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
+    });
 }

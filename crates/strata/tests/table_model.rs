@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::table::check::CheckOptions;
 use strata::table::schema::Schema;
-use strata::table::select::PRIMARY;
+use strata::table::select::{PRIMARY, Query};
 use strata::table::value::Value;
 use strata::table::{Row, Select, Table};
 use strata::{Db, Error, Snapshot};
@@ -130,11 +130,7 @@ fn stmt() -> impl Strategy<Value = Stmt> {
 #[derive(Debug, Clone)]
 struct SelSpec {
     index: usize,
-    eq: Vec<Value>,
-    lower: Bound<Value>,
-    upper: Bound<Value>,
-    reverse: bool,
-    limit: Option<u64>,
+    q: Query,
 }
 
 fn bound(field: usize) -> impl Strategy<Value = Bound<Value>> {
@@ -170,11 +166,13 @@ fn sel_spec() -> impl Strategy<Value = SelSpec> {
         })
         .prop_map(|(index, eq, lower, upper, reverse, limit)| SelSpec {
             index,
-            eq,
-            lower,
-            upper,
-            reverse,
-            limit,
+            q: Query {
+                eq,
+                lower,
+                upper,
+                reverse,
+                limit,
+            },
         })
 }
 
@@ -393,43 +391,34 @@ fn in_bounds(v: &Value, lower: &Bound<Value>, upper: &Bound<Value>) -> bool {
 
 fn model_select(m: &Model, spec: &SelSpec) -> Vec<Row> {
     let fields = INDEXES[spec.index].1;
-    let k = spec.eq.len();
+    let k = spec.q.eq.len();
     let mut rows: Vec<Row> = m
         .values()
         .filter(|r| {
             fields[..k]
                 .iter()
-                .zip(&spec.eq)
+                .zip(&spec.q.eq)
                 .all(|(p, v)| r[*p].cmp_total(v).is_eq())
-                && (k == fields.len() || in_bounds(&r[fields[k]], &spec.lower, &spec.upper))
+                && (k == fields.len() || in_bounds(&r[fields[k]], &spec.q.lower, &spec.q.upper))
         })
         .cloned()
         .collect();
     sort_like_index(&mut rows, fields, &[0]);
-    if spec.reverse {
+    if spec.q.reverse {
         rows.reverse();
     }
-    if let Some(l) = spec.limit {
+    if let Some(l) = spec.q.limit {
         rows.truncate(l as usize);
     }
     rows
 }
 
 fn build_select(t: &Table, spec: &SelSpec, at: Option<&Snapshot>) -> Select {
-    let mut q = t
-        .select(INDEXES[spec.index].0)
-        .eq(spec.eq.clone())
-        .range(spec.lower.clone(), spec.upper.clone());
-    if spec.reverse {
-        q = q.reverse();
+    let q = t.select(INDEXES[spec.index].0).with_query(spec.q.clone());
+    match at {
+        Some(s) => q.at(s),
+        None => q,
     }
-    if let Some(l) = spec.limit {
-        q = q.limit(l);
-    }
-    if let Some(s) = at {
-        q = q.at(s);
-    }
-    q
 }
 
 fn fmt_rows(rows: &[Row]) -> String {
@@ -788,11 +777,7 @@ impl Harness {
         for spec_index in 0..INDEXES.len() {
             let spec = SelSpec {
                 index: spec_index,
-                eq: vec![],
-                lower: Bound::Unbounded,
-                upper: Bound::Unbounded,
-                reverse: false,
-                limit: None,
+                q: Query::default(),
             };
             self.compare_select(&spec, None)?;
         }
@@ -804,7 +789,7 @@ impl Harness {
 /// FADE, density, sync policy; `tests/model_harness/options.rs`).
 fn run_case(ops: &[Op], options_seed: u64) -> Result<(), TestCaseError> {
     let (drawn, clock) = options::drawn_options(options_seed, std::sync::Arc::new(table_harness::NoSyncFs));
-    let shape = options::describe(&drawn);
+    let shape = drawn.to_string();
     let mut h = Harness::with_options(drawn, Some(clock));
     for (n, op) in ops.iter().enumerate() {
         h.step(op)
@@ -887,11 +872,11 @@ fn dirty_entries_are_skipped_in_both_directions() {
     };
     let by_a = |eq: Vec<Value>, reverse: bool| SelSpec {
         index: 1,
-        eq,
-        lower: Bound::Unbounded,
-        upper: Bound::Unbounded,
-        reverse,
-        limit: None,
+        q: Query {
+            eq,
+            reverse,
+            ..Query::default()
+        },
     };
     let ops = vec![
         Op::One(Stmt::Replace(r(1, 1))),

@@ -120,9 +120,7 @@ fn churn(t: &Table, g: &mut StdRng, m: &mut Model, n: usize, v: &mut u64) {
 
 #[test]
 fn selects_at_snapshots_survive_later_writes_and_compactions() {
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         let mut g = StdRng::seed_from_u64(99);
         let mut m = Model::new();
         let mut v = 0;
@@ -142,7 +140,7 @@ fn selects_at_snapshots_survive_later_writes_and_compactions() {
         churn(&t, &mut g, &mut m, 2000, &mut v);
         db.compact_range().expect("compact");
         db.wait_for_background().expect("background");
-        assert!(deepest_level(&db) >= 2, "{mode}: the data never reached level 2");
+        assert!(deepest_level(db) >= 2, "{mode}: the data never reached level 2");
         verify(&t, &m, None, &format!("{mode}: latest"));
         // Release in a scrambled order, compacting in between.
         for step in 0..snaps.len() {
@@ -164,8 +162,8 @@ fn selects_at_snapshots_survive_later_writes_and_compactions() {
         } else {
             assert_eq!(ts.dirty_hits_skipped, 0, "{ts}");
         }
-        check_ok(&db, true);
-    }
+        check_ok(db, true);
+    });
 }
 
 /// The cases validation must get right, one by one: at the snapshot a row had key K;
@@ -173,11 +171,9 @@ fn selects_at_snapshots_survive_later_writes_and_compactions() {
 /// re-inserted.
 #[test]
 fn validation_reads_the_row_as_of_the_snapshot() {
-    for mode in ["deferred", "eager"] {
-        for compact in [false, true] {
+    for compact in [false, true] {
+        table_harness::in_each_mode(create, |mode, db, t| {
             let ctx = format!("{mode}, compacted: {compact}");
-            let (_dir, db) = table_harness::open_small();
-            let t = create(&db, mode);
             for id in 0..4 {
                 t.replace(row(id, 1, 0, 1)).expect("replace");
             }
@@ -202,9 +198,9 @@ fn validation_reads_the_row_as_of_the_snapshot() {
                 .collect();
             verify(&t, &now, None, &format!("{ctx}, latest"));
             drop(snap);
-            check_ok(&db, true);
+            check_ok(db, true);
             verify(&t, &now, None, &format!("{ctx}, latest after full compaction"));
-        }
+        });
     }
 }
 
@@ -219,9 +215,7 @@ fn concurrent_readers_always_see_whole_transactions() {
     const WRITERS: u64 = 2;
     const ROWS: u64 = 150; // per writer
     const TOKENS: u64 = 5; // per writer
-    for mode in ["deferred", "eager"] {
-        let (_dir, db) = table_harness::open_small();
-        let t = create(&db, mode);
+    table_harness::in_each_mode(create, |mode, db, t| {
         let mut tx = t.transaction();
         for w in 0..WRITERS {
             for k in 0..ROWS {
@@ -298,6 +292,6 @@ fn concurrent_readers_always_see_whole_transactions() {
         if mode == "deferred" {
             assert!(ts.deferred_deletes_emitted > 0, "{mode}: {ts}");
         }
-        check_ok(&db, true);
-    }
+        check_ok(db, true);
+    });
 }

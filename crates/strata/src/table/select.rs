@@ -27,15 +27,42 @@ pub struct Select {
     snapshot: Option<Snapshot>,
 }
 
-/// What a select asks, apart from the index: set by the builder methods of [`Select`]
-/// and of a partitioned table's select (`query_builder!`).
-#[derive(Debug, Clone)]
-pub(crate) struct Query {
-    pub(crate) eq: Vec<Value>,
-    pub(crate) lower: Bound<Value>,
-    pub(crate) upper: Bound<Value>,
-    pub(crate) reverse: bool,
-    pub(crate) limit: Option<u64>,
+/// What a select asks, apart from the index and the snapshot, as plain data: for
+/// callers that hold a select's settings as values (a CLI's flags, a binding's keyword
+/// arguments) rather than as a chain of builder calls. The builder methods of
+/// [`Select`] and of a partitioned table's select set the same fields.
+///
+/// ```
+/// # use strata::table::{schema::Schema, select::Query, value::Value};
+/// # use std::ops::Bound;
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+/// let t = db.create_table(Schema::parse("table t (id u64, age i64) primary key (id) index by_age (age)").unwrap()).unwrap();
+/// for (id, age) in [(1, 30), (2, 40), (3, 50)] {
+///     t.insert(vec![Value::U64(id), Value::I64(age)]).unwrap();
+/// }
+/// let newest_first = true;
+/// let q = Query {
+///     lower: Bound::Included(Value::I64(35)),
+///     reverse: newest_first,
+///     limit: Some(1),
+///     ..Query::default()
+/// };
+/// let rows: Vec<_> = t.select("by_age").with_query(q).rows().unwrap().collect::<Result<_, _>>().unwrap();
+/// assert_eq!(rows, vec![vec![Value::U64(3), Value::I64(50)]]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// Equality on the first `eq.len()` fields of the index.
+    pub eq: Vec<Value>,
+    /// Lower bound on the field after the equality prefix.
+    pub lower: Bound<Value>,
+    /// Upper bound on that field.
+    pub upper: Bound<Value>,
+    /// Descending order.
+    pub reverse: bool,
+    /// At most this many rows.
+    pub limit: Option<u64>,
 }
 
 impl Default for Query {
@@ -50,7 +77,7 @@ impl Default for Query {
     }
 }
 
-/// The builder methods (`eq`, `range`, `reverse`, `limit`) and `count` of a select
+/// The builder methods (`eq`, `range`, `reverse`, `limit`, `with_query`) and `count` of a select
 /// type with a field `q: Query` and a method `rows()`.
 macro_rules! query_builder {
     () => {
@@ -79,6 +106,12 @@ macro_rules! query_builder {
             self
         }
 
+        /// Replaces every setting of `eq`, `range`, `reverse` and `limit` at once.
+        pub fn with_query(mut self, q: Query) -> Self {
+            self.q = q;
+            self
+        }
+
         /// Number of matching rows.
         pub fn count(self) -> Result<u64> {
             let mut n = 0;
@@ -103,12 +136,6 @@ impl Select {
     }
 
     query_builder!();
-
-    /// Replaces every builder setting at once.
-    pub(crate) fn with_query(mut self, q: Query) -> Self {
-        self.q = q;
-        self
-    }
 
     /// Reads at a snapshot instead of the latest state.
     pub fn at(mut self, snapshot: &Snapshot) -> Self {

@@ -829,7 +829,7 @@ pub fn run_drawn(
 ) -> Result<(), String> {
     let (drawn, clock) = options::drawn_options(options_seed, Arc::new(NoSyncFs));
     let opts = shape(drawn);
-    let described = options::describe(&opts);
+    let described = opts.to_string();
     let mut h = Harness::new(opts, nks)?;
     h.clock = Some(clock);
     h.run(ops).map_err(|e| format!("{e} (options: {described})"))

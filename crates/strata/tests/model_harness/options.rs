@@ -48,25 +48,3 @@ pub fn drawn_options(seed: u64, fs: Arc<dyn strata::fs::FileSystem>) -> (Options
     };
     (opts, clock)
 }
-
-/// The settings that shape the tree, for a failure message.
-pub fn describe(o: &Options) -> String {
-    format!(
-        "memtable {} file {} block {} T {} K {} lazy {} l0 {}/{} bloom {} {:?} {:?} threads {} cache {} fade {:?} density {:?}",
-        o.memtable_budget,
-        o.target_file_size,
-        o.block_size,
-        o.size_ratio,
-        o.runs_per_level,
-        o.lazy_leveling,
-        o.l0_compaction_trigger,
-        o.l0_stall_trigger,
-        o.bloom_fpr,
-        o.compression,
-        o.sync,
-        o.background_threads,
-        o.block_cache_bytes,
-        o.delete_persistence_threshold,
-        o.tombstone_density_trigger
-    )
-}

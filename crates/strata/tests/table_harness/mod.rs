@@ -54,6 +54,19 @@ pub fn open_small() -> (tempfile::TempDir, Db) {
     (dir, db)
 }
 
+/// The two index maintenance modes.
+pub const MODES: [&str; 2] = ["deferred", "eager"];
+
+/// Runs `test` once per maintenance mode, each time on a fresh `open_small` database
+/// holding the table `create` makes for that mode.
+pub fn in_each_mode(create: impl Fn(&Db, &str) -> Table, mut test: impl FnMut(&str, &Db, Table)) {
+    for mode in MODES {
+        let (_dir, db) = open_small();
+        let t = create(&db, mode);
+        test(mode, &db, t);
+    }
+}
+
 /// Creates the table that `schema` describes.
 pub fn create_table(db: &Db, schema: &str) -> Table {
     db.create_table(Schema::parse(schema).expect("schema"))
