@@ -10,9 +10,12 @@
 //! * **eq**: `select i2 where f2 = v` (about 10 rows), v uniform;
 //! * **range**: `select i3 where f3 >= v limit 100`.
 //!
-//! Reported: selects/s and the ratio to N = 1 in the same run (the target: N partitions
-//! within 1.3x of one, i.e. a ratio of at least 1/1.3 = 0.77). N = 1 is measured first
-//! and again last, an A/A control of the run's noise.
+//! Every configuration is loaded first and kept open, with N = 1 loaded twice (the
+//! second copy is the A/A control). The cells are then measured in `--rounds` rounds,
+//! each visiting every configuration in turn, so a change in the shared machine's load
+//! reaches all of them alike. Reported: the median selects/s of the rounds and its ratio
+//! to N = 1's (the target: N partitions within 1.3x of one, a ratio of at least
+//! 1/1.3 = 0.77); the A/A row's ratio shows the noise left.
 
 use std::ops::Bound;
 use std::path::Path;
@@ -31,7 +34,7 @@ use strata::{IngestOptions, PartitionedDb, PartitionedTable};
 use crate::BenchResult;
 use crate::engines::strata::{MicroSettings, micro_schema, paper_options};
 use crate::ingest::{row, values};
-use crate::report::{rate, thousands, write_json};
+use crate::report::{Summary, rate, thousands, write_json};
 
 /// Arguments of `strata-bench partitions`.
 #[derive(clap::Args)]
@@ -42,9 +45,12 @@ pub struct PartitionsArgs {
     /// Partition counts to measure (comma-separated); 1 is always measured first.
     #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 2, 4, 8])]
     partitions: Vec<usize>,
-    /// Seconds per measurement (query kind x threads x partition count).
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds per measurement (query kind x threads x partition count x round).
+    #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Rounds over every configuration; each cell reports the median of its rounds.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Queries to measure (comma-separated): `eq`, `range`.
     #[arg(long, value_delimiter = ',', default_values_t = vec!["eq".to_string(), "range".to_string()])]
     queries: Vec<String>,
@@ -68,13 +74,15 @@ pub struct Cell {
     pub query: String,
     /// Client threads.
     pub threads: usize,
-    /// Selects per second, all threads together.
+    /// Selects per second, all threads together: the median of the rounds.
     pub selects_per_sec: f64,
+    /// Selects per second of each round, in order.
+    pub rounds: Vec<f64>,
     /// Rows returned per select (mean).
     pub rows_per_select: f64,
     /// `selects_per_sec` over N = 1's (first measurement) for the same query and threads.
     pub vs_one_partition: f64,
-    /// The A/A control: N = 1 measured again at the end.
+    /// The A/A control: a second copy of N = 1, measured in the same rounds.
     pub control: bool,
 }
 
@@ -91,7 +99,9 @@ pub struct PartitionsReport {
     pub cache_mib: usize,
     /// Load (build + ingest) seconds per partition count.
     pub load_seconds: Vec<(usize, f64)>,
-    /// Measurements, in the order run (the last N = 1 block is the A/A control).
+    /// Rounds per cell.
+    pub rounds: usize,
+    /// Measurements (the last N = 1 block is the A/A control).
     pub cells: Vec<Cell>,
 }
 
@@ -196,8 +206,8 @@ fn measure(t: &PartitionedTable, query: &str, threads: usize, seconds: f64, spre
 
 /// Runs the benchmark.
 pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
-    if a.rows == 0 || a.seconds <= 0.0 {
-        return Err("--rows and --seconds must be positive".into());
+    if a.rows == 0 || a.seconds <= 0.0 || a.rounds == 0 {
+        return Err("--rows, --seconds and --rounds must be positive".into());
     }
     for &n in &a.partitions {
         strata::partition::check_count(n)?;
@@ -207,11 +217,12 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
     }
     let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-partitions")?;
     eprintln!(
-        "partitions benchmark: {} rows, 4 secondary indexes, in {}",
+        "partitions benchmark: {} rows, 4 secondary indexes, {} rounds, in {}",
         thousands(a.rows),
+        a.rounds,
         root.display()
     );
-    // N = 1 first (the baseline) and last (A/A control).
+    // N = 1 first (the baseline) and last (the A/A control).
     let mut counts = vec![1];
     counts.extend(a.partitions.iter().copied().filter(|&n| n != 1));
     counts.push(1);
@@ -221,38 +232,51 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
         seconds: a.seconds,
         cache_mib: a.cache_mib,
         load_seconds: Vec::new(),
+        rounds: a.rounds,
         cells: Vec::new(),
     };
-    for (run_no, &n) in counts.iter().enumerate() {
-        let dir = root.join(format!("run{run_no}-n{n}"));
-        let (db, t, secs) = load(&dir, n, a.rows, a.cache_mib)?;
+    let mut loaded = Vec::with_capacity(counts.len());
+    for (k, &n) in counts.iter().enumerate() {
+        let (db, t, secs) = load(&root.join(format!("config{k}-n{n}")), n, a.rows, a.cache_mib)?;
         eprintln!("  {n} partition(s): loaded in {secs:.1} s");
         report.load_seconds.push((n, secs));
         for query in a.queries.iter().map(String::as_str) {
             // Warm the cache the same way for every N.
             measure(&t, query, 1, (a.seconds / 3.0).min(1.0), spread(a.rows))?;
-            for threads in [1, 2] {
-                let (sps, per) = measure(&t, query, threads, a.seconds, spread(a.rows))?;
-                let base = report
-                    .cells
-                    .iter()
-                    .find(|c| c.partitions == 1 && c.query == query && c.threads == threads)
-                    .map_or(sps, |c| c.selects_per_sec);
-                eprintln!("    {query} x{threads}: {} selects/s", rate(sps));
+        }
+        loaded.push((db, t));
+    }
+    for query in a.queries.iter().map(String::as_str) {
+        for threads in [1, 2] {
+            let mut per_config = vec![Vec::with_capacity(a.rounds); counts.len()];
+            let mut rows_per = vec![0.0; counts.len()];
+            for round in 0..a.rounds {
+                for (k, (_, t)) in loaded.iter().enumerate() {
+                    let (sps, per) = measure(t, query, threads, a.seconds, spread(a.rows))?;
+                    per_config[k].push(sps);
+                    rows_per[k] = per;
+                }
+                eprintln!("    {query} x{threads}: round {} of {} done", round + 1, a.rounds);
+            }
+            let base = Summary::of(&per_config[0]).median;
+            for (k, &n) in counts.iter().enumerate() {
+                let sps = Summary::of(&per_config[k]).median;
                 report.cells.push(Cell {
                     partitions: n,
                     query: query.to_string(),
                     threads,
                     selects_per_sec: sps,
-                    rows_per_select: per,
+                    rounds: per_config[k].clone(),
+                    rows_per_select: rows_per[k],
                     vs_one_partition: sps / base.max(1e-9),
-                    control: run_no + 1 == counts.len(),
+                    control: k + 1 == counts.len(),
                 });
             }
         }
+    }
+    for (db, t) in loaded {
         drop(t);
         db.close()?;
-        std::fs::remove_dir_all(&dir)?;
     }
     if let Some(p) = &a.json {
         write_json(p, &report)?;
@@ -263,25 +287,28 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
 
 fn print_table(r: &PartitionsReport) {
     println!(
-        "\n{} rows, {} secondary indexes, {} s per cell, {} MiB cache in all\n",
+        "\n{} rows, {} secondary indexes, {} s per cell and round, median of {} rounds, {} MiB cache in all\n",
         thousands(r.rows),
         r.indexes,
         r.seconds,
+        r.rounds,
         r.cache_mib
     );
-    println!("| partitions | query | threads | selects/s | rows/select | vs 1 partition |");
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!("| partitions | query | threads | selects/s (median) | rounds | rows/select | vs 1 partition |");
+    println!("|---:|---|---:|---:|---|---:|---:|");
     for c in &r.cells {
         let label = if c.control {
             "1 (A/A)".to_string()
         } else {
             c.partitions.to_string()
         };
+        let rounds: Vec<String> = c.rounds.iter().map(|&x| rate(x)).collect();
         println!(
-            "| {label} | {} | {} | {} | {:.1} | {:.2} |",
+            "| {label} | {} | {} | {} | {} | {:.1} | {:.2} |",
             c.query,
             c.threads,
             rate(c.selects_per_sec),
+            rounds.join(", "),
             c.rows_per_select,
             c.vs_one_partition
         );
