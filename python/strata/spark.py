@@ -238,6 +238,8 @@ def _write_task(
         finally:
             if writer is not None:
                 writer.discard()
+                # A writer whose finish failed is discarded already, its files kept.
+                shutil.rmtree(writer.directory, ignore_errors=True)
         yield pa.RecordBatch.from_pylist(
             results,
             schema=pa.schema(

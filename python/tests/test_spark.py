@@ -241,9 +241,14 @@ def test_bad_values_fail_the_job(spark: Any, tmp_path: Path) -> None:
     negative = [(-1 if i == 40 else r[0], *r[1:]) for i, r in enumerate(data)]
     with pytest.raises(Exception, match="cannot convert"):
         sspark.build_files(frame(spark, negative), SCHEMA, PARTS, str(tmp_path / "staging"))
+    # Refused by the partition-id UDF, before any file is written.
+    assert not any((tmp_path / "staging").iterdir())
     duplicate = data + [data[7]]
     with pytest.raises(Exception, match="(?i)order|duplicate"):
         sspark.build_files(frame(spark, duplicate), SCHEMA, PARTS, str(tmp_path / "staging2"))
+    # The failed task removed its files (tasks that finished keep theirs).
+    part = strata.Partitioner(SCHEMA, PARTS).partition_of(data[7][0])
+    assert not list((tmp_path / "staging2").glob(f"part-{part:05}-*"))
 
 
 def test_ingest_failure_midway_leaves_the_others_ingested(tmp_path: Path) -> None:
