@@ -15,7 +15,7 @@ use crate::errors;
 /// bitmap, values, int64 offsets (`str` and `bytes`).
 type ColumnIn = (usize, usize, Option<Vec<u8>>, Vec<u8>, Option<Vec<u8>>);
 
-/// True for a `pyarrow.Table`.
+/// True for a `pyarrow.Table` or `pyarrow.RecordBatch`.
 pub fn is_arrow_table(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     let module: String = obj.get_type().getattr("__module__")?.extract()?;
     Ok(module.starts_with("pyarrow") && obj.hasattr("column_names")?)
@@ -25,30 +25,56 @@ fn kind(ty: FieldType) -> &'static str {
     ty.name()
 }
 
-/// The rows of a `pyarrow.Table`, columns matched to fields by name.
-pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[FieldSpec]) -> PyResult<Vec<Vec<Value>>> {
+/// The columns of a `pyarrow.Table` or `RecordBatch` for `fields` (matched by name, cast
+/// to the fields' types), as raw buffers: `None` for a field the table lacks. Columns of
+/// no field are refused, unless `ignore_other`. Returns the row count too.
+pub fn arrow_columns(
+    py: Python<'_>,
+    table: &Bound<'_, PyAny>,
+    fields: &[FieldSpec],
+    ignore_other: bool,
+) -> PyResult<(usize, Vec<Option<ColumnIn>>)> {
     let spec = PyList::empty(py);
     for f in fields {
         spec.append((f.text.as_str(), kind(f.ty)))?;
     }
     let helper = py.import("strata._arrow")?;
     let n: usize = table.getattr("num_rows")?.extract()?;
-    let cols = helper.call_method1("columns_of", (table, spec))?;
-    let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::with_capacity(fields.len())).collect();
-    for (f, col) in fields.iter().zip(cols.try_iter()?) {
+    let cols = if ignore_other {
+        let kw = pyo3::types::PyDict::new(py);
+        kw.set_item("ignore_other", true)?;
+        helper.call_method("columns_of", (table, spec), Some(&kw))?
+    } else {
+        helper.call_method1("columns_of", (table, spec))?
+    };
+    let mut out = Vec::with_capacity(fields.len());
+    for col in cols.try_iter()? {
         let col = col?;
-        if col.is_none() {
+        out.push(if col.is_none() { None } else { Some(col.extract()?) });
+    }
+    if out.len() != fields.len() {
+        return Err(errors::schema(
+            py,
+            format!("{} columns for {} fields", out.len(), fields.len()),
+        ));
+    }
+    Ok((n, out))
+}
+
+/// The rows of `n` rows of `columns` (from [`arrow_columns`]); needs no GIL. The error
+/// is a `SchemaError`'s message.
+pub fn decode_rows(n: usize, columns: &[Option<ColumnIn>], fields: &[FieldSpec]) -> Result<Vec<Vec<Value>>, String> {
+    let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::with_capacity(fields.len())).collect();
+    for (f, col) in fields.iter().zip(columns) {
+        let Some((len, offset, validity, data, offsets)) = col else {
             rows.iter_mut().for_each(|r| r.push(Value::Null));
             continue;
-        }
-        let (len, offset, validity, data, offsets): ColumnIn = col.extract()?;
+        };
+        let (len, offset) = (*len, *offset);
         if len != n {
-            return Err(errors::schema(
-                py,
-                format!("column {}: {len} values for {n} rows", f.text),
-            ));
+            return Err(format!("column {}: {len} values for {n} rows", f.text));
         }
-        let bad = || errors::schema(py, format!("column {}: buffers too short for {len} values", f.text));
+        let bad = || format!("column {}: buffers too short for {len} values", f.text);
         let bit = |buf: &[u8], i: usize| buf.get(i / 8).map(|b| b >> (i % 8) & 1 == 1);
         let word = |i: usize| -> Option<[u8; 8]> { data.get(i * 8..i * 8 + 8)?.try_into().ok() };
         let off = |i: usize| -> Option<usize> {
@@ -57,7 +83,7 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
         };
         for (i, row) in rows.iter_mut().enumerate() {
             let at = offset + i;
-            if let Some(v) = &validity
+            if let Some(v) = validity
                 && !bit(v, at).ok_or_else(bad)?
             {
                 row.push(Value::Null);
@@ -67,7 +93,7 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
                 FieldType::U64 => Value::U64(u64::from_le_bytes(word(at).ok_or_else(bad)?)),
                 FieldType::I64 => Value::I64(i64::from_le_bytes(word(at).ok_or_else(bad)?)),
                 FieldType::F64 => Value::F64(f64::from_le_bytes(word(at).ok_or_else(bad)?)),
-                FieldType::Bool => Value::Bool(bit(&data, at).ok_or_else(bad)?),
+                FieldType::Bool => Value::Bool(bit(data, at).ok_or_else(bad)?),
                 FieldType::Str | FieldType::Bytes => {
                     let (s, e) = (off(at).ok_or_else(bad)?, off(at + 1).ok_or_else(bad)?);
                     let b = data.get(s..e).ok_or_else(bad)?.to_vec();
@@ -75,9 +101,7 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
                         Value::Bytes(b)
                     } else {
                         Value::Str(
-                            String::from_utf8(b).map_err(|_| {
-                                errors::schema(py, format!("column {}: invalid UTF-8 at row {i}", f.text))
-                            })?,
+                            String::from_utf8(b).map_err(|_| format!("column {}: invalid UTF-8 at row {i}", f.text))?,
                         )
                     }
                 }
@@ -85,6 +109,14 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
         }
     }
     Ok(rows)
+}
+
+/// The rows of a `pyarrow.Table` (or `RecordBatch`), columns matched to fields by name;
+/// the decoding runs with the GIL released.
+pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[FieldSpec]) -> PyResult<Vec<Vec<Value>>> {
+    let (n, cols) = arrow_columns(py, table, fields, false)?;
+    py.detach(|| decode_rows(n, &cols, fields))
+        .map_err(|m| errors::schema(py, m))
 }
 
 /// A `pyarrow.Table` of `rows`.

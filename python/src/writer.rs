@@ -10,10 +10,11 @@
 use std::path::PathBuf;
 
 use parking_lot::Mutex;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use strata::partition::{HashFn, check_count};
-use strata::table::encoding::encode_key;
+use strata::table::encoding::{encode_key, try_encode_key};
 use strata::table::schema::{KeyType, Schema};
 use strata::table::value::Value;
 use strata::table::writer::{TableFiles, TableWriterOptions};
@@ -278,6 +279,8 @@ pub struct Partitioner {
     table: String,
     fields: Vec<FieldSpec>,
     pk: Vec<usize>,
+    /// The primary key's fields, in key order (for Arrow columns).
+    pk_fields: Vec<FieldSpec>,
     types: Vec<KeyType>,
     /// The number of partitions.
     #[pyo3(get)]
@@ -292,11 +295,22 @@ impl Partitioner {
             .iter()
             .map(|&i| (schema.fields[i].ty, schema.fields[i].nullable))
             .collect();
+        let fields = field_specs(py, schema);
+        let pk_fields = pk
+            .iter()
+            .map(|&i| FieldSpec {
+                name: fields[i].name.clone_ref(py),
+                text: fields[i].text.clone(),
+                ty: fields[i].ty,
+                nullable: fields[i].nullable,
+            })
+            .collect();
         Ok(Partitioner {
             schema: schema.to_string(),
             table: schema.name.clone(),
-            fields: field_specs(py, schema),
+            fields,
             pk,
+            pk_fields,
             types,
             partitions: count,
         })
@@ -326,6 +340,64 @@ impl Partitioner {
     #[getter]
     fn fields(&self) -> Vec<String> {
         self.fields.iter().map(|f| f.text.clone()).collect()
+    }
+
+    /// `(name, type, nullable)` of each field, in row order; `type` is one of `u64`,
+    /// `i64`, `f64`, `str`, `bytes`, `bool`.
+    #[getter]
+    fn field_types(&self) -> Vec<(String, &'static str, bool)> {
+        self.fields
+            .iter()
+            .map(|f| (f.text.clone(), f.ty.name(), f.nullable))
+            .collect()
+    }
+
+    /// The primary key's field names, in key order.
+    #[getter]
+    fn primary_key(&self) -> Vec<String> {
+        self.pk_fields.iter().map(|f| f.text.clone()).collect()
+    }
+
+    /// The partition of every row of a `pyarrow.Table` or `RecordBatch` (columns matched
+    /// to fields by name and cast to their types; the primary key's columns must be
+    /// there, other columns are ignored), as a `pyarrow.Int32Array`: no Python object
+    /// per row, and the keys are encoded and hashed with the GIL released.
+    fn partition_ids<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if !crate::columns::is_arrow_table(batch)? {
+            return Err(PyTypeError::new_err(format!(
+                "partition_ids takes a pyarrow.Table or RecordBatch, not {}",
+                crate::convert::type_name(batch)
+            )));
+        }
+        let (n, cols) = crate::columns::arrow_columns(py, batch, &self.pk_fields, true)?;
+        if let Some(f) = self
+            .pk_fields
+            .iter()
+            .zip(&cols)
+            .find_map(|(f, c)| c.is_none().then_some(f))
+        {
+            return Err(errors::schema(
+                py,
+                format!("no column for primary key field {}", f.text),
+            ));
+        }
+        let ids = py
+            .detach(|| -> Result<Vec<u8>, String> {
+                let rows = crate::columns::decode_rows(n, &cols, &self.pk_fields)?;
+                let mut out = Vec::with_capacity(n * 4);
+                let mut key = Vec::new();
+                for (i, row) in rows.iter().enumerate() {
+                    key.clear();
+                    try_encode_key(&mut key, row, &self.types).map_err(|e| format!("row {i}: {e}"))?;
+                    let p = HashFn::Fnv1aFmix64.partition(&key, self.partitions);
+                    // check_count keeps the count (and so every partition) within i32.
+                    out.extend_from_slice(&(p as i32).to_le_bytes());
+                }
+                Ok(out)
+            })
+            .map_err(|m| errors::schema(py, m))?;
+        py.import("strata._arrow")?
+            .call_method1("int32_array", (PyBytes::new(py, &ids),))
     }
 
     /// The encoded primary key of a row or key (see `partition_of`): bytes that sort

@@ -1,4 +1,5 @@
-"""The pyarrow side of ``Rows.to_arrow()`` and ``Table.replace_many(pyarrow_table)``.
+"""The pyarrow side of ``Rows.to_arrow()``, ``Table.replace_many(pyarrow_table)``,
+``TableWriter.add_many(pyarrow_table)`` and ``Partitioner.partition_ids``.
 
 Columns travel as raw Arrow buffers (see ``src/columns.rs``): a validity bitmap or
 ``None``, the values buffer, and int64 offsets for ``str``/``bytes`` columns.
@@ -38,14 +39,22 @@ def table_from_columns(names: list[str], columns: list[tuple[Any, ...]]) -> Any:
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def columns_of(table: Any, fields: list[tuple[str, str]]) -> list[Any]:
+def int32_array(data: bytes) -> Any:
+    """A ``pyarrow.Int32Array`` over little-endian ``int32`` values built in Rust."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.int32(), len(data) // 4, [None, pa.py_buffer(data)])
+
+
+def columns_of(table: Any, fields: list[tuple[str, str]], ignore_other: bool = False) -> list[Any]:
     """Each field's column as ``(length, offset, validity, data, offsets)`` (or ``None``
-    when the table lacks it), cast to the field's Arrow type."""
+    when the table lacks it), cast to the field's Arrow type. A column of no field is a
+    ``SchemaError`` unless ``ignore_other``."""
     import pyarrow as pa
 
     known = {name for name, _ in fields}
     extra = [c for c in table.column_names if c not in known]
-    if extra:
+    if extra and not ignore_other:
         raise SchemaError(f"unknown field {extra[0]!r}")
     out: list[Any] = []
     for name, kind in fields:

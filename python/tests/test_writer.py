@@ -206,3 +206,46 @@ def test_partitioner(tmp_path: Path) -> None:
     # Spark ships it to executors by pickling.
     q = pickle.loads(pickle.dumps(p))
     assert [q.partition_of(i) for i in range(100)] == [p.partition_of(i) for i in range(100)]
+
+
+def test_partition_ids_of_arrow_batches() -> None:
+    pa = pytest.importorskip("pyarrow")
+    comp = strata.Partitioner("table c (a i64, b str, f f64, v u64 null) primary key (b, a, f)", 5)
+    assert comp.primary_key == ["b", "a", "f"]
+    assert comp.field_types == [("a", "i64", False), ("b", "str", False), ("f", "f64", False), ("v", "u64", True)]
+    keys = [(i * 7 - 300, f"s{i % 13}\x00{i}", float(i) / 3) for i in range(1000)]
+    batch = pa.RecordBatch.from_pylist(
+        [{"a": a, "b": b, "f": f, "v": None, "extra": "x"} for a, b, f in keys]
+    )
+    want = [comp.partition_of((b, a, f)) for a, b, f in keys]
+    ids = comp.partition_ids(batch)
+    assert ids.type == pa.int32()
+    assert ids.to_pylist() == want
+    # Tables, slices (an offset into the buffers) and other integer widths alike.
+    assert comp.partition_ids(pa.Table.from_batches([batch])).to_pylist() == want
+    assert comp.partition_ids(batch.slice(10, 20)).to_pylist() == want[10:30]
+    narrow = batch.set_column(0, "a", pa.array([a for a, _, _ in keys], pa.int16()))
+    assert comp.partition_ids(narrow).to_pylist() == want
+    assert comp.partition_ids(batch.slice(0, 0)).to_pylist() == []
+    with pytest.raises(strata.SchemaError, match="primary key field f"):
+        comp.partition_ids(batch.drop_columns(["f"]))
+    nulls = batch.set_column(0, "a", pa.array([None] * len(keys), pa.int64()))
+    with pytest.raises(strata.SchemaError, match="null"):
+        comp.partition_ids(nulls)
+    with pytest.raises(TypeError):
+        comp.partition_ids([(1, "a", 0.5)])
+
+
+def test_add_many_of_record_batches(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    rows = people(300)
+    names = ["id", "name", "age", "city"]
+    batch = pa.RecordBatch.from_pylist([dict(zip(names, r)) for r in rows])
+    with strata.TableWriter(SCHEMA, tmp_path / "load") as w:
+        assert w.add_many(batch.slice(0, 100)) == 100
+        assert w.add_many(batch.slice(100)) == 200
+        w.finish()
+    with strata.open(tmp_path / "db") as db:
+        t = db.create_table(SCHEMA)
+        t.ingest(tmp_path / "load")
+        assert [tuple(r.values()) for r in t.select().all()] == rows
