@@ -305,22 +305,16 @@ proptest! {
 fn repeated_versions_in_one_run_are_streamed_once() {
     let mut h = Harness::new(false);
     let k = key(4);
-    h.apply(&Op::PutMany {
+    let put_all = Op::PutMany {
         key: 4,
         start: 0,
         count: 500,
         step: 1,
-    })
-    .expect("put");
+    };
+    h.apply(&put_all).expect("put");
     h.db.flush().expect("flush");
     let snap = h.db.snapshot();
-    h.apply(&Op::PutMany {
-        key: 4,
-        start: 0,
-        count: 500,
-        step: 1,
-    })
-    .expect("put");
+    h.apply(&put_all).expect("put again");
     h.db.compact_range().expect("compact");
     let files = h.db.live_files();
     assert!(files.len() > 1, "the key spans several files");
