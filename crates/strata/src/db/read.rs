@@ -10,7 +10,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{DbInner, SuperVersion};
+use super::{DbInner, KeyBatch, SuperVersion};
 use crate::delete_key::Deletes;
 use crate::error::Result;
 use crate::iter::level::RunIter;
@@ -189,6 +189,11 @@ pub(crate) type Entry = (Vec<u8>, SeqNo, Vec<u8>);
 /// Cursor over the visible entries of one keyspace at a snapshot, in one direction.
 struct DirIter {
     merge: MergingIter,
+    /// The one-run path (forward only): the range lies in one run of puts visible at
+    /// the snapshot, with nothing deleting them, and this is that run's cursor (the
+    /// merge is then empty). Steps take the first entry of each user key, unchecked
+    /// (`step_plain`).
+    run: Option<RunIter>,
     dir: Direction,
     rdi: Arc<RangeDelIndex>,
     deletes: Option<Arc<Deletes>>,
@@ -197,12 +202,101 @@ struct DirIter {
     upper: Bound<Vec<u8>>,
     started: bool,
     done: bool,
-    /// The merge is one run of puts visible at the snapshot, with nothing deleting
-    /// them: forward steps take the first entry of each user key, unchecked.
-    plain: bool,
-    /// `key_buf` holds the user key of the entry returned last.
+    /// `key_buf` holds the user key of the entry returned last (where the other end of
+    /// a double-ended scan must stop).
     has_key: bool,
     key_buf: Vec<u8>,
+    /// The one-run path's `PlainKeys::upper_lcp`.
+    upper_lcp: usize,
+}
+
+fn in_upper(upper: &Bound<Vec<u8>>, k: &[u8]) -> bool {
+    match upper {
+        Bound::Unbounded => true,
+        Bound::Included(u) => k <= u.as_slice(),
+        Bound::Excluded(u) => k < u.as_slice(),
+    }
+}
+
+fn in_lower(lower: &Bound<Vec<u8>>, k: &[u8]) -> bool {
+    match lower {
+        Bound::Unbounded => true,
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+    }
+}
+
+/// What the one-run path does with an entry.
+enum Plain {
+    /// An older version of the key returned last, or a key below the lower bound.
+    Skip,
+    /// Past the upper bound: the scan is over.
+    End,
+    /// The first version of a new key in range: its answer, with this seqno.
+    Take(SeqNo),
+}
+
+/// The one-run path's state besides the cursor: the bounds, and the key returned last.
+struct PlainKeys<'a> {
+    lower: &'a Bound<Vec<u8>>,
+    upper: &'a Bound<Vec<u8>>,
+    /// A key was taken. Until then, entries are judged by the bounds alone.
+    has_key: &'a mut bool,
+    /// The user key taken last: kept up to date only where a block walk stops (see
+    /// `DirIter::walk_plain`); inside a walk, the entries themselves say whether a
+    /// user key repeats.
+    key_buf: &'a mut Vec<u8>,
+    /// Length of the common prefix of the key taken last and the upper bound.
+    upper_lcp: &'a mut usize,
+}
+
+/// Length of the common prefix of `a` and `b`.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl PlainKeys<'_> {
+    /// Judges internal key `ikey`.
+    ///
+    /// Every entry after the first taken one is judged in order, so the entry before
+    /// it has the user key taken last (it was taken, or skipped as an older version of
+    /// the one taken). `same` says whether `ikey`'s user key is that one (`None`:
+    /// compare with `key_buf`). `shared` is how many leading bytes `ikey` shares with
+    /// that entry (0 when unknown): a key sharing more than `upper_lcp` of them is
+    /// below the upper bound as that one was.
+    #[inline(always)]
+    fn judge(&mut self, ikey: &[u8], same: Option<bool>, shared: usize) -> Plain {
+        let uk = crate::key::user_key(ikey);
+        if *self.has_key && same.unwrap_or_else(|| uk == self.key_buf.as_slice()) {
+            // An older version of the key taken last (inside the range, then).
+            return Plain::Skip;
+        }
+        if !(*self.has_key && shared.min(uk.len()) > *self.upper_lcp) {
+            if !in_upper(self.upper, uk) {
+                return Plain::End;
+            }
+            // Keys ascend: past the first taken one, the lower bound holds.
+            if !*self.has_key && !in_lower(self.lower, uk) {
+                return Plain::Skip;
+            }
+            *self.upper_lcp = match self.upper {
+                Bound::Included(u) | Bound::Excluded(u) => common_prefix(uk, u),
+                Bound::Unbounded => usize::MAX,
+            };
+        }
+        *self.has_key = true;
+        let seq = ikey
+            .get(uk.len()..)
+            .and_then(|t| <[u8; TRAILER_LEN]>::try_from(t).ok())
+            .map_or(0, |t| u64::from_be_bytes(t) >> 8);
+        Plain::Take(seq)
+    }
+
+    /// Keeps `ikey`'s user key as the one taken last.
+    fn remember(&mut self, ikey: &[u8]) {
+        self.key_buf.clear();
+        self.key_buf.extend_from_slice(crate::key::user_key(ikey));
+    }
 }
 
 impl DirIter {
@@ -213,19 +307,16 @@ impl DirIter {
     }
 
     fn in_upper(&self, k: &[u8]) -> bool {
-        match &self.upper {
-            Bound::Unbounded => true,
-            Bound::Included(u) => k <= u.as_slice(),
-            Bound::Excluded(u) => k < u.as_slice(),
-        }
+        in_upper(&self.upper, k)
     }
 
     fn in_lower(&self, k: &[u8]) -> bool {
-        match &self.lower {
-            Bound::Unbounded => true,
-            Bound::Included(l) => k >= l.as_slice(),
-            Bound::Excluded(l) => k > l.as_slice(),
-        }
+        in_lower(&self.lower, k)
+    }
+
+    /// The user key of the entry returned last, if any.
+    fn last_key(&self) -> Option<&[u8]> {
+        self.has_key.then_some(self.key_buf.as_slice())
     }
 
     /// Positions the merge on first use; false once the cursor is done.
@@ -241,6 +332,12 @@ impl DirIter {
 
     fn start(&mut self) -> Result<()> {
         self.started = true;
+        if let Some(run) = self.run.as_mut() {
+            return match &self.lower {
+                Bound::Unbounded => run.seek_to_first(),
+                Bound::Included(l) | Bound::Excluded(l) => run.seek(&seek_key(l, MAX_SEQNO)),
+            };
+        }
         match (self.dir, &self.lower, &self.upper) {
             (Direction::Forward, Bound::Unbounded, _) => self.merge.seek_to_start(),
             (Direction::Forward, Bound::Included(l) | Bound::Excluded(l), _) => {
@@ -263,10 +360,16 @@ impl DirIter {
         Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
+    /// Leaves `key_buf` as the key returned last: `has_key` (for the other end).
+    fn taken<T>(&mut self, r: T) -> Result<Option<T>> {
+        self.has_key = true;
+        Ok(Some(r))
+    }
+
     /// Moves to the next visible entry going forward, leaving its user key in
     /// `key_buf`; returns its seqno and, when `want_value`, its value.
     fn step_forward(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if self.plain {
+        if self.run.is_some() {
             return self.step_plain(want_value);
         }
         if !self.begin()? {
@@ -303,50 +406,144 @@ impl DirIter {
                 }
             }
             if live {
-                return Ok(Some((seq, value)));
+                return self.taken((seq, value));
             }
         }
         self.done = true;
         Ok(None)
     }
 
-    /// `step_forward` over a `plain` merge: one run, where a user key's entries are
-    /// its versions newest first, all visible puts (no tombstone anywhere in range, no
-    /// delete-where record). So the first entry of each user key is its answer and the
-    /// others are skipped with one comparison each.
-    fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        if !self.begin()? {
-            return Ok(None);
+    /// Adds the next live keys to `out`, each with its first `cut` bytes cut off
+    /// (empty if shorter), until `out` is full, stopping before `other` (the key the
+    /// other end of the scan read last). True when this cursor is over (nothing left,
+    /// or it met the other end). Keys added before an error stay in `out`.
+    fn fill(&mut self, cut: usize, out: &mut KeyBatch, other: Option<&[u8]>) -> Result<bool> {
+        if self.run.is_some() {
+            return self.fill_plain(cut, out, other);
         }
-        while self.merge.valid() {
-            let ikey = self.merge.key();
-            let uk = crate::key::user_key(ikey);
-            // An older version of the key returned last (inside the range, then).
-            if self.has_key && uk == self.key_buf.as_slice() {
-                self.merge.advance()?;
+        while !out.is_full() {
+            let step = match self.dir {
+                Direction::Forward => self.step_forward(false)?,
+                Direction::Reverse => self.step_reverse(false)?,
+            };
+            if step.is_none() || crossed(self.dir, &self.key_buf, other) {
+                return Ok(true);
+            }
+            out.push(self.key_buf.get(cut..).unwrap_or_default());
+        }
+        Ok(false)
+    }
+
+    /// `step_forward` on the one-run path: the next live entry, with its value when
+    /// `want_value`.
+    fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
+        let mut got = None;
+        self.walk_plain(|_, seq, v| {
+            got = Some((seq, want_value.then(|| v.to_vec())));
+            false
+        })?;
+        Ok(got)
+    }
+
+    /// `fill` on the one-run path.
+    fn fill_plain(&mut self, cut: usize, out: &mut KeyBatch, other: Option<&[u8]>) -> Result<bool> {
+        let mut met = false;
+        let over = self.walk_plain(|k, _, _| {
+            met = other.is_some_and(|o| k >= o);
+            if !met {
+                out.push(k.get(cut..).unwrap_or_default());
+            }
+            !(met || out.is_full())
+        })?;
+        Ok(over || met)
+    }
+
+    /// The one-run path: a user key's entries are its versions newest first, all
+    /// visible puts (no tombstone anywhere in range, no delete-where record), so the
+    /// first entry of each user key is its answer and the others are skipped. Calls
+    /// `take(user_key, seq, value)` on each live entry in turn until it returns false;
+    /// true when the cursor is over. A data block's entries are judged in one loop on
+    /// the block's own cursor (`BlockIter::walk`), without the run and table layers
+    /// between.
+    fn walk_plain(&mut self, mut take: impl FnMut(&[u8], SeqNo, &[u8]) -> bool) -> Result<bool> {
+        if !self.begin()? {
+            return Ok(true);
+        }
+        let DirIter {
+            run: Some(run),
+            lower,
+            upper,
+            has_key,
+            key_buf,
+            upper_lcp,
+            done,
+            ..
+        } = self
+        else {
+            return Ok(true);
+        };
+        let mut keys = PlainKeys {
+            lower,
+            upper,
+            has_key,
+            key_buf,
+            upper_lcp,
+        };
+        let mut over = false;
+        loop {
+            if let Some(b) = run.block_mut() {
+                // Every entry of the block is judged in turn, so `shared` is relative
+                // to the entry judged before (a block starts with a restart point).
+                let mut stop = false;
+                b.walk(|w| {
+                    let go_on = match keys.judge(w.key, w.same_user_key, w.shared) {
+                        Plain::Skip => true,
+                        Plain::End => {
+                            over = true;
+                            return false;
+                        }
+                        Plain::Take(seq) => take(crate::key::user_key(w.key), seq, w.value),
+                    };
+                    // Where the walk stops, the next judges by `key_buf`.
+                    if (w.last || !go_on) && *keys.has_key {
+                        keys.remember(w.key);
+                    }
+                    stop = !go_on;
+                    go_on
+                })?;
+                if over {
+                    break;
+                }
+                if stop {
+                    break;
+                }
+                // Past the block's end: the run moves to its next block, if any.
+                run.next()?;
                 continue;
             }
-            if !self.in_upper(uk) {
+            // A tile, or an ingested file: entry by entry through the run.
+            if !run.valid() {
+                over = true;
                 break;
             }
-            // Keys ascend: past the first returned one, the lower bound holds.
-            if !self.has_key && !self.in_lower(uk) {
-                self.merge.advance()?;
-                continue;
+            let go_on = match keys.judge(run.key(), None, 0) {
+                Plain::Skip => true,
+                Plain::End => {
+                    over = true;
+                    break;
+                }
+                Plain::Take(seq) => {
+                    keys.remember(run.key());
+                    take(keys.key_buf.as_slice(), seq, run.value())
+                }
+            };
+            run.next()?;
+            if !go_on {
+                break;
             }
-            let seq = ikey
-                .get(uk.len()..)
-                .and_then(|t| <[u8; TRAILER_LEN]>::try_from(t).ok())
-                .map_or(0, |t| u64::from_be_bytes(t) >> 8);
-            self.key_buf.clear();
-            self.key_buf.extend_from_slice(uk);
-            self.has_key = true;
-            let value = want_value.then(|| self.merge.value().to_vec());
-            self.merge.advance()?;
-            return Ok(Some((seq, value)));
         }
-        self.done = true;
-        Ok(None)
+        *done |= over;
+        Ok(over)
     }
 
     /// Moves to the next visible entry going backward, leaving its user key in
@@ -392,7 +589,7 @@ impl DirIter {
                 && !self.rdi.deletes(&self.key_buf, seq)
                 && !self.killed(v.as_deref().unwrap_or_default(), seq)
             {
-                return Ok(Some((seq, v.filter(|_| want_value))));
+                return self.taken((seq, v.filter(|_| want_value)));
             }
         }
         self.done = true;
@@ -414,8 +611,6 @@ pub struct Scan {
     deletes: Option<Arc<Deletes>>,
     front: Option<DirIter>,
     back: Option<DirIter>,
-    front_last: Option<Vec<u8>>,
-    back_last: Option<Vec<u8>>,
     finished: bool,
     _snapshot_guard: Option<super::Snapshot>,
 }
@@ -467,8 +662,6 @@ impl Scan {
             upper,
             front: None,
             back: None,
-            front_last: None,
-            back_last: None,
             finished: false,
             _snapshot_guard: guard,
         })
@@ -499,31 +692,39 @@ impl Scan {
                 children.push(Box::new(it));
             }
         }
-        let mems = children.len();
         let (lo, hi) = (bound_ref(&self.lower), bound_ref(&self.upper));
-        let mut run_files = Vec::new();
+        let mut runs = Vec::new();
         if let Some(tree) = self.sv.version.keyspace(self.ks) {
             for level in &tree.levels {
                 for run in &level.runs {
                     let files = run.overlapping(lo, hi);
                     if !files.is_empty() {
-                        run_files = files.clone();
-                        children.push(Box::new(RunIter::new(files, self.sst_cache.clone())));
+                        runs.push(files);
                     }
                 }
             }
         }
         // One run of puts all visible at the snapshot, and nothing that deletes: every
         // user key's first entry is its answer (`DirIter::step_plain`).
-        let plain = mems == 0
-            && children.len() == 1
+        let plain = dir == Direction::Forward
+            && children.is_empty()
             && self.rdi.is_empty()
             && self.deletes.is_none()
-            && run_files
+            && matches!(runs.as_slice(), [files] if files
                 .iter()
-                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
+                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot));
+        let mut run = None;
+        for files in runs {
+            let it = RunIter::new(files, self.sst_cache.clone());
+            if plain {
+                run = Some(it);
+            } else {
+                children.push(Box::new(it));
+            }
+        }
         DirIter {
             merge: MergingIter::new(children, dir),
+            run,
             dir,
             rdi: self.rdi.clone(),
             deletes: self.deletes.clone(),
@@ -532,9 +733,9 @@ impl Scan {
             upper: self.upper.clone(),
             started: false,
             done: false,
-            plain,
             has_key: false,
             key_buf: Vec::new(),
+            upper_lcp: 0,
         }
     }
 
@@ -578,48 +779,28 @@ impl Scan {
         self.step(Direction::Reverse)
     }
 
-    /// The next live key in direction `dir`, without its value (multimaps, whose
-    /// entries are all key), borrowed from the cursor's buffer: no allocation per entry.
-    /// The two ends still stop where they meet, as with `next`/`next_back`.
-    pub(crate) fn next_key_only(&mut self, dir: Direction) -> Option<Result<&[u8]>> {
+    /// Adds the next live keys in direction `dir` to `out`, without their values
+    /// (multimaps, whose entries are all key) and each with its first `cut` bytes cut
+    /// off (empty if shorter), until `out` is full: at least one unless the scan is
+    /// over. The two ends stop where they meet, as with `next`/`next_back`: a key is
+    /// added by one end only, so once the scan is over, what the other end's batch
+    /// still holds is all that is left. An error ends the scan; keys added before it
+    /// stay in `out`.
+    pub(crate) fn fill_keys(&mut self, dir: Direction, cut: usize, out: &mut KeyBatch) -> Result<()> {
         if self.finished {
-            return None;
+            return Ok(());
         }
         self.make_if_absent(dir);
-        let (it, mine, other) = match dir {
-            Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
-            Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),
+        let (it, other) = match dir {
+            Direction::Forward => (self.front.as_mut(), &self.back),
+            Direction::Reverse => (self.back.as_mut(), &self.front),
         };
-        let r = match dir {
-            Direction::Forward => it.step_forward(false),
-            Direction::Reverse => it.step_reverse(false),
-        };
-        match r {
-            Ok(Some(_)) => {
-                let k = it.key_buf.as_slice();
-                let crossed = other.as_ref().is_some_and(|o| match dir {
-                    Direction::Forward => k >= o.as_slice(),
-                    Direction::Reverse => k <= o.as_slice(),
-                });
-                if crossed {
-                    self.finished = true;
-                    return None;
-                }
-                // Reuses the buffer: a copy, not an allocation, per entry.
-                let last = mine.get_or_insert_with(Vec::new);
-                last.clear();
-                last.extend_from_slice(k);
-                Some(Ok(k))
-            }
-            Ok(None) => {
-                self.finished = true;
-                None
-            }
-            Err(e) => {
-                self.finished = true;
-                Some(Err(e))
-            }
+        let Some(it) = it else { return Ok(()) };
+        let r = it.fill(cut, out, other.as_ref().and_then(DirIter::last_key));
+        if !matches!(r, Ok(false)) {
+            self.finished = true;
         }
+        r.map(drop)
     }
 
     /// One step of the cursor of `dir`; the scan ends where the two ends meet.
@@ -628,21 +809,16 @@ impl Scan {
             return None;
         }
         self.make_if_absent(dir);
-        let (it, mine, other) = match dir {
-            Direction::Forward => (self.front.as_mut()?, &mut self.front_last, &self.back_last),
-            Direction::Reverse => (self.back.as_mut()?, &mut self.back_last, &self.front_last),
+        let (it, other) = match dir {
+            Direction::Forward => (self.front.as_mut()?, &self.back),
+            Direction::Reverse => (self.back.as_mut()?, &self.front),
         };
         match it.next_entry() {
             Ok(Some(e)) => {
-                let crossed = other.as_ref().is_some_and(|o| match dir {
-                    Direction::Forward => &e.0 >= o,
-                    Direction::Reverse => &e.0 <= o,
-                });
-                if crossed {
+                if crossed(dir, &e.0, other.as_ref().and_then(DirIter::last_key)) {
                     self.finished = true;
                     return None;
                 }
-                *mine = Some(e.0.clone());
                 Some(Ok(e))
             }
             Ok(None) => {
@@ -655,6 +831,15 @@ impl Scan {
             }
         }
     }
+}
+
+/// Whether `key`, just stepped to in direction `dir`, reaches `other`, the key the
+/// other end returned last (the two ends of a scan stop where they meet).
+fn crossed(dir: Direction, key: &[u8], other: Option<&[u8]>) -> bool {
+    other.is_some_and(|o| match dir {
+        Direction::Forward => key >= o,
+        Direction::Reverse => key <= o,
+    })
 }
 
 impl Iterator for Scan {

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::key::user_key;
 use crate::sstable::cache::SstCache;
 use crate::sstable::tile::PageSkip;
-use crate::sstable::{Fill, SstIter};
+use crate::sstable::{BlockIter, Fill, SstIter};
 use crate::version::TableFile;
 
 /// Iterates a run's files in key order, opening each through the table cache.
@@ -70,6 +70,12 @@ impl RunIter {
             }
             None => Ok(false),
         }
+    }
+
+    /// The current data block's cursor ([`SstIter::block_mut`]): a reader may step
+    /// through it directly, then call `next` to go on past the block's end.
+    pub fn block_mut(&mut self) -> Option<&mut BlockIter> {
+        self.cur.as_mut().and_then(SstIter::block_mut)
     }
 
     fn skip_forward(&mut self) -> Result<()> {

@@ -37,7 +37,7 @@ mod load;
 use std::ops::Bound;
 
 use crate::batch::WriteBatch;
-use crate::db::{KeyRange, Keyspace, Scan, Snapshot};
+use crate::db::{KeyBatch, KeyRange, Keyspace, Scan, Snapshot};
 use crate::error::{Error, Result};
 use crate::iter::Direction;
 use crate::partition::{HashFn, MergedScan, PartitionSnapshot, PartitionedKeyspace};
@@ -251,6 +251,11 @@ pub struct Values {
     scan: Scan,
     /// Length of the key's entry prefix, cut from each entry.
     prefix_len: usize,
+    /// Values read ahead by each end: a bounded batch at a time.
+    front: KeyBatch,
+    back: KeyBatch,
+    /// A read error, yielded once the batch read before it is handed out.
+    error: Option<Error>,
 }
 
 impl Values {
@@ -258,6 +263,9 @@ impl Values {
         Values {
             scan,
             prefix_len: encoding::encoded_len(key, b""),
+            front: KeyBatch::default(),
+            back: KeyBatch::default(),
+            error: None,
         }
     }
 
@@ -287,9 +295,54 @@ impl Values {
         self.step(Direction::Reverse)
     }
 
+    #[inline]
     fn step(&mut self, dir: Direction) -> Option<Result<&[u8]>> {
-        let cut = self.prefix_len;
-        Some(self.scan.next_key_only(dir)?.map(|k| k.get(cut..).unwrap_or_default()))
+        let empty = match dir {
+            Direction::Forward => self.front.is_empty(),
+            Direction::Reverse => self.back.is_empty(),
+        };
+        if empty {
+            return self.refill(dir);
+        }
+        // The common case stays small: a value read ahead.
+        let mine = match dir {
+            Direction::Forward => &mut self.front,
+            Direction::Reverse => &mut self.back,
+        };
+        mine.take_near().map(Ok)
+    }
+
+    /// `step` once the batch of `dir` is used up: reads the next batch, or, once the
+    /// scan is over, takes from the other end's batch, or yields the read error.
+    #[inline(never)]
+    fn refill(&mut self, dir: Direction) -> Option<Result<&[u8]>> {
+        let Values {
+            scan,
+            prefix_len,
+            front,
+            back,
+            error,
+        } = self;
+        let (mine, other) = match dir {
+            Direction::Forward => (front, back),
+            Direction::Reverse => (back, front),
+        };
+        if error.is_none() {
+            mine.clear();
+            if let Err(e) = scan.fill_keys(dir, *prefix_len, mine) {
+                *error = Some(e);
+            }
+        }
+        if !mine.is_empty() {
+            return mine.take_near().map(Ok);
+        }
+        if let Some(e) = error.take() {
+            // The error ends the stream.
+            other.clear();
+            return Some(Err(e));
+        }
+        // The scan is over: what the other end read ahead is all that is left.
+        other.take_far().map(Ok)
     }
 }
 

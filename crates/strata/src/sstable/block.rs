@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{TRAILER_LEN, compare_internal, parse_internal_key, user_key};
 
+/// Longest key delta [`BlockIter`] copies as one fixed-size chunk.
+const SHORT_DELTA: usize = 16;
+
 /// Restart interval used when the caller has no preference.
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
 
@@ -116,24 +119,31 @@ struct Entry {
 }
 
 /// Parses the entry header at `off`, checking that it ends by `end`.
+#[inline(always)]
 fn entry_at(data: &[u8], off: usize, end: usize) -> std::result::Result<Entry, DecodeError> {
-    let Some(slice) = data.get(off..end) else {
-        return derr(off, "entry offset out of range");
-    };
     // Short keys and values: three one-byte varints, the common case, parsed without a loop.
-    if let [s, u, v, ..] = *slice
+    if let Some(slice) = data.get(off..end)
+        && let [s, u, v, ..] = *slice
         && (s | u | v) < 0x80
     {
         let (unshared, vlen, start) = (usize::from(u), usize::from(v), off + 3);
-        if unshared + vlen > slice.len() - 3 {
-            return derr(off, "entry runs past the end of the block");
+        if unshared + vlen <= slice.len() - 3 {
+            return Ok(Entry {
+                shared: usize::from(s),
+                delta: start..start + unshared,
+                value: start + unshared..start + unshared + vlen,
+            });
         }
-        return Ok(Entry {
-            shared: usize::from(s),
-            delta: start..start + unshared,
-            value: start + unshared..start + unshared + vlen,
-        });
     }
+    entry_at_varints(data, off, end)
+}
+
+/// [`entry_at`] for any header (and the errors).
+#[inline(never)]
+fn entry_at_varints(data: &[u8], off: usize, end: usize) -> std::result::Result<Entry, DecodeError> {
+    let Some(slice) = data.get(off..end) else {
+        return derr(off, "entry offset out of range");
+    };
     let rel = |e: DecodeError| DecodeError {
         offset: off + e.offset,
         reason: e.reason,
@@ -295,8 +305,9 @@ pub struct BlockIter {
     current: usize,
     /// Offset just past the current entry.
     next: usize,
-    /// Last restart point at or before `current`.
-    restart_index: usize,
+    /// Bytes the current key shares with the entry before it in the block (0 at a
+    /// restart point).
+    shared: usize,
     key: Vec<u8>,
     value: Range<usize>,
     valid: bool,
@@ -311,7 +322,7 @@ impl BlockIter {
             base,
             current: 0,
             next: 0,
-            restart_index: 0,
+            shared: 0,
             key: Vec::new(),
             value: 0..0,
             valid: false,
@@ -324,6 +335,13 @@ impl BlockIter {
         Error::corruption(&*self.path, offset, format!("bad block entry: {}", e.reason))
     }
 
+    /// The error for an entry that does not decode.
+    #[cold]
+    #[inline(never)]
+    fn bad_entry(&mut self, e: DecodeError) -> Error {
+        self.corrupt(e)
+    }
+
     fn invalidate(&mut self) {
         self.valid = false;
         self.key.clear();
@@ -332,39 +350,147 @@ impl BlockIter {
 
     fn seek_to_restart(&mut self, i: usize) {
         self.invalidate();
-        self.restart_index = i;
         self.next = self.block.restarts.get(i).map_or(usize::MAX, |&r| r as usize);
     }
 
+    /// Steps through the block from the current entry on, calling `f` on each
+    /// ([`Walked`]) until `f` returns false (the cursor then moves past that entry) or
+    /// the block ends (the cursor is then invalid). One loop with the entry decoding
+    /// inlined and the key kept in a local, so a long forward read pays no call per
+    /// entry.
+    #[inline]
+    pub fn walk(&mut self, mut f: impl FnMut(Walked<'_>) -> bool) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let BlockIter {
+            block,
+            key,
+            shared,
+            current,
+            next,
+            value,
+            ..
+        } = self;
+        let (data, end) = (&block.data[..], block.data_end);
+        // Out of `self`, the compiler keeps the key's length and pointer in registers.
+        let mut k = std::mem::take(key);
+        let mut same_user_key = None;
+        let stopped = loop {
+            let go_on = f(Walked {
+                key: &k,
+                value: data.get(value.clone()).unwrap_or_default(),
+                shared: *shared,
+                same_user_key,
+                last: *next >= end,
+            });
+            if *next >= end {
+                break Ok(false);
+            }
+            let off = *next;
+            match decode_into::<true>(&mut k, data, off, end) {
+                Ok((e, same)) => {
+                    *shared = e.shared;
+                    *current = off;
+                    *next = e.value.end;
+                    *value = e.value;
+                    same_user_key = Some(same);
+                }
+                Err(e) => break Err(e),
+            }
+            if !go_on {
+                break Ok(true);
+            }
+        };
+        *key = k;
+        match stopped {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.invalidate();
+                Ok(())
+            }
+            Err(e) => Err(self.bad_entry(e)),
+        }
+    }
+
     /// Parses the entry at `self.next`; `Ok(false)` (invalid) at the end of the block.
+    #[inline(always)]
     fn parse_next(&mut self) -> Result<bool> {
         let off = self.next;
         if off >= self.block.data_end {
             self.invalidate();
             return Ok(false);
         }
-        let e = match entry_at(&self.block.data, off, self.block.data_end) {
-            Ok(e) if e.shared <= self.key.len() => e,
-            Ok(_) => {
-                return Err(self.corrupt(DecodeError {
-                    offset: off,
-                    reason: "bad shared prefix",
-                }));
+        match decode_into::<false>(&mut self.key, &self.block.data, off, self.block.data_end) {
+            Ok((e, _)) => {
+                self.shared = e.shared;
+                self.current = off;
+                self.next = e.value.end;
+                self.value = e.value;
+                self.valid = true;
+                Ok(true)
             }
-            Err(err) => return Err(self.corrupt(err)),
-        };
-        self.key.truncate(e.shared);
-        self.key.extend_from_slice(&self.block.data[e.delta]);
-        self.current = off;
-        self.next = e.value.end;
-        self.value = e.value;
-        self.valid = true;
-        let restarts = &self.block.restarts;
-        while restarts.get(self.restart_index + 1).is_some_and(|&r| r as usize <= off) {
-            self.restart_index += 1;
+            Err(e) => Err(self.bad_entry(e)),
         }
-        Ok(true)
     }
+}
+
+/// One entry as [`BlockIter::walk`] shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Walked<'a> {
+    /// The entry's key.
+    pub key: &'a [u8],
+    /// Its value.
+    pub value: &'a [u8],
+    /// Leading bytes the key shares with the key of the entry before it in the block
+    /// (0 at a restart point; a block's first entry is one).
+    pub shared: usize,
+    /// Whether the key's user key is that of the entry before it, when this walk saw
+    /// that entry (`None` for the walk's first entry).
+    pub same_user_key: Option<bool>,
+    /// True for the block's last entry.
+    pub last: bool,
+}
+
+/// Decodes the entry at `off` (before `end`) into `key`, which holds the key of the
+/// entry before it. With `SAME`, also says whether the two keys have the same user
+/// key, compared before the old key is overwritten (false without `SAME`).
+#[inline(always)]
+fn decode_into<const SAME: bool>(
+    key: &mut Vec<u8>,
+    data: &[u8],
+    off: usize,
+    end: usize,
+) -> std::result::Result<(Entry, bool), DecodeError> {
+    let e = entry_at(data, off, end)?;
+    if e.shared > key.len() {
+        return derr(off, "bad shared prefix");
+    }
+    let Some(delta) = data.get(e.delta.clone()) else {
+        return derr(off, "entry runs past the end of the block");
+    };
+    let len = e.shared + delta.len();
+    let same = SAME
+        && len == key.len()
+        && len >= TRAILER_LEN
+        && match (len - TRAILER_LEN).checked_sub(e.shared) {
+            // The user key lies in the shared prefix.
+            None | Some(0) => true,
+            // The first differing byte usually settles it.
+            Some(n) => key.get(e.shared) == delta.first() && key.get(e.shared..e.shared + n) == delta.get(..n),
+        };
+    key.truncate(e.shared);
+    match data.get(e.delta.start..e.delta.start + SHORT_DELTA) {
+        // A short delta (a multimap value, a counter's last bytes) is copied as a
+        // fixed-size chunk, which compiles to a few moves rather than a `memcpy` call,
+        // and the excess cut off.
+        Some(chunk) if delta.len() <= SHORT_DELTA => {
+            key.extend_from_slice(chunk);
+            key.truncate(len);
+        }
+        _ => key.extend_from_slice(delta),
+    }
+    Ok((e, same))
 }
 
 impl InternalIterator for BlockIter {
@@ -418,6 +544,7 @@ impl InternalIterator for BlockIter {
         Ok(())
     }
 
+    #[inline]
     fn next(&mut self) -> Result<()> {
         if self.valid {
             self.parse_next()?;
@@ -430,14 +557,16 @@ impl InternalIterator for BlockIter {
             return Ok(());
         }
         let original = self.current;
-        let mut ri = self.restart_index;
-        while self.block.restarts.get(ri).is_none_or(|&r| r as usize >= original) {
-            if ri == 0 {
-                self.invalidate();
-                return Ok(());
-            }
-            ri -= 1;
-        }
+        // The last restart point before the current entry.
+        let Some(ri) = self
+            .block
+            .restarts
+            .partition_point(|&r| (r as usize) < original)
+            .checked_sub(1)
+        else {
+            self.invalidate();
+            return Ok(());
+        };
         // Re-scan from that restart point to the entry just before `original`.
         self.seek_to_restart(ri);
         while self.parse_next()? {

@@ -59,7 +59,7 @@ mod reader;
 mod tests;
 pub mod tile;
 
-pub use block::{Block, BlockIter};
+pub use block::{Block, BlockIter, Walked};
 pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use cache::{BlockCache, SstCache};
 pub use dump::dump;

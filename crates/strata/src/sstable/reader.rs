@@ -709,6 +709,23 @@ impl SstIter {
         Ok(true)
     }
 
+    /// The current data block's cursor, for a reader that steps through a block's
+    /// entries itself (the one-run scan path of `db::read`). `None` on a tile, or on
+    /// an ingested file read with a global seqno (its block holds the stored keys, not
+    /// the keys as read). Once that cursor runs off its block's end, [`next`] moves on
+    /// to the next block.
+    ///
+    /// [`next`]: InternalIterator::next
+    pub fn block_mut(&mut self) -> Option<&mut BlockIter> {
+        if self.table.global_seq.is_some() {
+            return None;
+        }
+        match &mut self.data {
+            Some((_, Unit::Block(b))) => Some(b),
+            _ => None,
+        }
+    }
+
     fn data_mut(&mut self) -> Option<&mut Unit> {
         self.data.as_mut().map(|(_, it)| it)
     }
