@@ -205,6 +205,7 @@ fn load_subreddits(plan: &Plan, dir: &std::path::Path) -> BenchResult<LoadResult
     let total_secs = start.elapsed().as_secs_f64();
     let store_bytes = parts.total_bytes();
     parts.compact_range()?;
+    let merged_secs = start.elapsed().as_secs_f64();
     let compacted_bytes = parts.total_bytes();
     drop(mm);
     parts.close()?;
@@ -214,6 +215,7 @@ fn load_subreddits(plan: &Plan, dir: &std::path::Path) -> BenchResult<LoadResult
         puts: n,
         load_secs,
         total_secs,
+        merged_secs,
         store_bytes,
         compacted_bytes,
         bytes_over_time: Vec::new(),
@@ -241,31 +243,37 @@ fn print_report(r: &Report) {
         r.mean_values,
         thousands(u64::from(r.max_values))
     );
-    println!("\nLOAD author -> id (puts/s; 'with merges' counts until every flush and compaction is done)");
     println!(
-        "{:<10} {:>7} {:>10} {:>12} {:>18} {:>10} {:>14}",
-        "engine", "threads", "partitions", "puts/s", "puts/s w/ merges", "store", "fully merged"
+        "\nLOAD author -> id (puts/s; 'w/ merges' counts until every flush and compaction is done, \
+         'fully merged' until a full compaction after that, the state of the peer's final merge)"
+    );
+    println!(
+        "{:<10} {:>7} {:>10} {:>12} {:>18} {:>20} {:>10} {:>14}",
+        "engine", "threads", "partitions", "puts/s", "puts/s w/ merges", "puts/s fully merged", "store", "fully merged"
     );
     for l in &r.loads {
         println!(
-            "{:<10} {:>7} {:>10} {:>12} {:>18} {:>10} {:>14}",
+            "{:<10} {:>7} {:>10} {:>12} {:>18} {:>20} {:>10} {:>14}",
             "strata",
             l.threads,
             l.partitions,
             rate(l.puts as f64 / l.load_secs),
             rate(l.puts as f64 / l.total_secs),
+            rate(l.puts as f64 / l.merged_secs),
             mib(l.store_bytes),
             mib(l.compacted_bytes)
         );
     }
     if let Some(p) = &r.peer {
+        let merged = rate(p.records as f64 / (p.load_secs + p.merge_secs));
         println!(
-            "{:<10} {:>7} {:>10} {:>12} {:>18} {:>10} {:>14}",
+            "{:<10} {:>7} {:>10} {:>12} {:>18} {:>20} {:>10} {:>14}",
             "dbf0java",
             1,
             1,
             rate(p.records as f64 / p.load_secs),
-            rate(p.records as f64 / (p.load_secs + p.merge_secs)),
+            merged,
+            merged,
             "-",
             mib(p.store_bytes)
         );
@@ -357,10 +365,18 @@ fn print_report(r: &Report) {
     let best = r.loads.iter().map(|l| l.puts as f64 / l.total_secs).fold(0.0, f64::max);
     let peer_load = p.records as f64 / (p.load_secs + p.merge_secs);
     if let Some(f) = first {
+        let best_merged = r
+            .loads
+            .iter()
+            .map(|l| l.puts as f64 / l.merged_secs)
+            .fold(0.0, f64::max);
         println!(
-            "load puts/s incl. merges, strata/peer: {} at 1t/1p, {} best config (target >= 3x)",
+            "load puts/s incl. merges, strata/peer: {} at 1t/1p, {} best config; fully merged: {} at 1t/1p, \
+             {} best (target >= 3x)",
             ratio(f.puts as f64 / f.total_secs, peer_load),
-            ratio(best, peer_load)
+            ratio(best, peer_load),
+            ratio(f.puts as f64 / f.merged_secs, peer_load),
+            ratio(best_merged, peer_load)
         );
         println!(
             "store bytes, strata/peer: {} when merges are done, {} fully merged (target <= 1x)",

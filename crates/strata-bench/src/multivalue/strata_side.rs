@@ -57,7 +57,10 @@ pub struct LoadResult {
     pub total_secs: f64,
     /// Live SSTable bytes when every compaction was done.
     pub store_bytes: u64,
-    /// Live SSTable bytes after a full compaction (not counted in the time).
+    /// Until a full compaction after that was done: one sorted run per partition, the
+    /// state the peer's final delta merge leaves (its store figure is of that state).
+    pub merged_secs: f64,
+    /// Live SSTable bytes after the full compaction.
     pub compacted_bytes: u64,
     /// (seconds, live SSTable bytes) sampled during the load.
     pub bytes_over_time: Vec<(f64, u64)>,
@@ -125,6 +128,7 @@ pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> Bench
     let mut bytes_over_time = samples;
     bytes_over_time.push((total_secs, store_bytes));
     parts.compact_range()?;
+    let merged_secs = start.elapsed().as_secs_f64();
     let compacted_bytes = parts.total_bytes();
     drop(mm);
     Ok((
@@ -134,6 +138,7 @@ pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> Bench
             puts: n,
             load_secs,
             total_secs,
+            merged_secs,
             store_bytes,
             compacted_bytes,
             bytes_over_time,
