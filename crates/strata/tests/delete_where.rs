@@ -5,6 +5,9 @@
 //! model-based property test interleaves it with writes, flushes, compactions,
 //! snapshots and reopens at several tile sizes.
 
+mod delete_key_harness;
+
+use delete_key_harness::{dk_of, key, value};
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
@@ -23,22 +26,6 @@ fn opts() -> Options {
         runs_per_level: 1,
         ..Options::default()
     }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-/// A value whose delete key (its first 4 bytes, big-endian) is `dk`.
-fn value(dk: u32, tag: u32) -> Vec<u8> {
-    let mut v = dk.to_be_bytes().to_vec();
-    v.extend_from_slice(format!(":{tag}:").as_bytes());
-    v.resize(40, b'.');
-    v
-}
-
-fn dk_of(v: &[u8]) -> u32 {
-    u32::from_be_bytes([v[0], v[1], v[2], v[3]])
 }
 
 fn scan_all(ks: &Keyspace) -> Model {

@@ -6,11 +6,13 @@
 //! delete key (leveled and tiered) and for tables with a secondary index in both
 //! maintenance modes, whose killed rows' index entries go too (deferred invariant 12).
 
+mod delete_key_harness;
 mod table_harness;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use delete_key_harness::{dk_of, key, value};
 use strata::delete_key::{DeleteKey, TileChoice};
 use strata::fs::{FileSystem, RealFs};
 use strata::iter::InternalIterator;
@@ -62,22 +64,6 @@ fn kv_options(tiered: bool) -> Options {
         runs_per_level: if tiered { 3 } else { 1 },
         ..Options::default()
     }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-/// A value whose delete key (its first 4 bytes, big-endian) is `dk`.
-fn value(dk: u32, tag: u32) -> Vec<u8> {
-    let mut v = dk.to_be_bytes().to_vec();
-    v.extend_from_slice(format!(":{tag}:").as_bytes());
-    v.resize(48, b'.');
-    v
-}
-
-fn dk_of(v: &[u8]) -> u32 {
-    u32::from_be_bytes([v[0], v[1], v[2], v[3]])
 }
 
 fn scan_all(ks: &Keyspace) -> BTreeMap<Vec<u8>, Vec<u8>> {
