@@ -214,7 +214,11 @@ pub fn run_compaction(
         }
         merge.advance()?;
     }
-    let (files, written) = out.finish()?;
+    let (mut files, written) = out.finish()?;
+    let applied = super::tiles::DeleteJob::applied(deletes, rules.kept_killed());
+    for f in &mut files {
+        f.meta.deletes_applied = applied;
+    }
     result.pages = PageTally {
         dropped: counts.dropped.load(std::sync::atomic::Ordering::Relaxed),
         partial: counts.partial.load(std::sync::atomic::Ordering::Relaxed),

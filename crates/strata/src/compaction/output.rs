@@ -192,6 +192,7 @@ impl OutputWriter {
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
                 global_seq: None,
                 dropped_pages: Vec::new(),
+                deletes_applied: 0,
             },
         });
         self.lower = upper;

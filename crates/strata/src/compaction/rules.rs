@@ -64,6 +64,8 @@ pub struct DropRules {
     last_entry: Option<(SeqNo, ValueKind)>,
     /// The delete key and secondary range deletes to apply.
     deletes: Option<(crate::delete_key::DeleteKey, Vec<crate::delete_key::DeleteWhere>)>,
+    /// The oldest record that kills a `Put` kept for a snapshot older than the record.
+    kept_killed: Option<SeqNo>,
 }
 
 impl DropRules {
@@ -85,6 +87,7 @@ impl DropRules {
             last_stripe: None,
             last_entry: None,
             deletes: None,
+            kept_killed: None,
         }
     }
 
@@ -149,20 +152,35 @@ impl DropRules {
     /// [`crate::delete_key`]); the flag says so, and a `Keep` then means "write a
     /// `Delete` at its seqno".
     pub fn decide_value(&mut self, p: &ParsedKey<'_>, value: &[u8]) -> (Decision, bool) {
+        let mut killed_elsewhere = None;
         if p.kind == ValueKind::Put
             && let Some((dk, records)) = &self.deletes
             && let Some(k) = dk.of(value)
-            && records
-                .iter()
-                .any(|r| p.seq < r.seq && r.covers(k) && self.stripe(r.seq) == self.stripe(p.seq))
         {
-            let as_delete = ParsedKey {
-                kind: ValueKind::Delete,
-                ..*p
-            };
-            return (self.decide(&as_delete), true);
+            let stripe = self.stripe(p.seq);
+            let killers = records.iter().filter(|r| p.seq < r.seq && r.covers(k));
+            if killers.clone().any(|r| self.stripe(r.seq) == stripe) {
+                let as_delete = ParsedKey {
+                    kind: ValueKind::Delete,
+                    ..*p
+                };
+                return (self.decide(&as_delete), true);
+            }
+            killed_elsewhere = killers.map(|r| r.seq).min();
         }
-        (self.decide(p), false)
+        let d = self.decide(p);
+        if let Some(k) = killed_elsewhere
+            && d == Decision::Keep
+        {
+            self.kept_killed = Some(self.kept_killed.map_or(k, |o| o.min(k)));
+        }
+        (d, false)
+    }
+
+    /// The oldest record that kills a kept `Put` (one some snapshot still sees): the
+    /// output cannot claim it applied (invariant KR of `compaction::tiles`).
+    pub fn kept_killed(&self) -> Option<SeqNo> {
+        self.kept_killed
     }
 
     /// Range tombstones the output must keep.

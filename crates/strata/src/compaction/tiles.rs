@@ -31,6 +31,33 @@
 //! be read to delete their index entries; `compaction::obligations`). The same holds
 //! for the pages `DbInner::drop_deleted_pages` drops at delete time.
 //!
+//! # Rewriting what a delete covers in part
+//!
+//! Invariant (KR): a file of a keyspace with a delete key whose
+//! `FileMeta::deletes_applied` is `a` holds no `Put` killed by a record at seqno `<= a`.
+//! The flush or compaction that wrote it applied every record at or below its job's
+//! `applied_through` (the seqno visible when the job's context was taken: every record
+//! at or below it is in the manifest or a memtable of that context), and it claims less
+//! than the oldest record that kills a `Put` it kept for a snapshot older than that
+//! record. Page drops and moves keep the file's entries or fewer, so they keep the
+//! claim. A record the picker acts on is older than every snapshot, so a kept `Put`'s
+//! record is newer than it and the rewrite's outputs claim it: no file is rewritten
+//! twice for one record.
+//!
+//! A file *still owes* a record `r` (rule [`owes`]) when `r.seq > deletes_applied`, the
+//! file has entries older than `r` (smallest seqno, or an ingested file's global seqno,
+//! below `r.seq`), and it is not tiled or one of its pages still read meets `r`'s range.
+//! The picker compacts such files (`picker::deletes::KilledPutsTrigger`) once every
+//! reader sees `r` (no snapshot below `r.seq`): in place at the last level, where the
+//! merge is bottommost and drops the killed `Put`s (and skips whole covered pages unread,
+//! invariant TP), or down a level above it, where they become tombstones. Its outputs
+//! claim `r` applied, so each file is rewritten once per record. It is an ordinary
+//! compaction: decided and installed against the same version under the background
+//! lock's busy set, installed by one manifest edit, and for tables with indexes it reads
+//! the rows it drops and emits their index deletes (deferred invariant 12). The unit is
+//! the file: a run's files may not overlap and files are immutable, so rewriting only
+//! the partly covered pages would need pages of one file served from another.
+//!
 //! # Forgetting satisfied records
 //!
 //! **Not applied today**: the removal below raced with concurrent flushes and
@@ -129,9 +156,23 @@ pub struct DeleteJob {
     pub h_by_level: Vec<u32>,
     /// Its secondary range deletes.
     pub records: Vec<DeleteWhere>,
+    /// Every record at or below this seqno is in `records` (the seqno readers saw when
+    /// the job's context was taken): what the job's outputs may claim applied
+    /// ([`crate::version::FileMeta::deletes_applied`], invariant KR).
+    pub applied_through: SeqNo,
 }
 
 impl DeleteJob {
+    /// What an output of a merge that applied this job's records may claim in
+    /// `deletes_applied`: `applied_through`, or less than the oldest record that kills
+    /// a `Put` the merge kept (for a snapshot older than the record).
+    pub fn applied(job: Option<&DeleteJob>, kept_killed: Option<SeqNo>) -> SeqNo {
+        let Some(j) = job else {
+            return 0;
+        };
+        kept_killed.map_or(j.applied_through, |k| j.applied_through.min(k.saturating_sub(1)))
+    }
+
     /// The table options of output level `level`.
     pub fn tile_options(&self, level: usize) -> TileOptions {
         let h = match self.config.h {
@@ -196,6 +237,28 @@ pub fn file_may_need<'a>(r: &DeleteWhere, min_seq: SeqNo, pages: Option<impl Ite
         None => true,
         Some(mut pages) => pages.any(|p| p.dk.as_ref().is_some_and(|(lo, hi)| r.meets(lo, hi))),
     }
+}
+
+/// True if a file that claims `deletes_applied`, whose entries are at least as new as
+/// `min_seq` and whose pages still read are `pages` (`None`: not tiled), may still hold
+/// a `Put` that `r` kills (invariant KR).
+pub fn owes<'a>(
+    r: &DeleteWhere,
+    deletes_applied: SeqNo,
+    min_seq: SeqNo,
+    pages: Option<impl Iterator<Item = &'a PageMeta>>,
+) -> bool {
+    r.seq > deletes_applied && file_may_need(r, min_seq, pages)
+}
+
+/// Finds the files that still owe a secondary range delete (invariant KR), for the
+/// picker; the database implements it over its records and table cache.
+pub trait KilledPuts: Send + Sync {
+    /// True if keyspace `ks` has a record to apply.
+    fn has_records(&self, ks: u32) -> bool;
+    /// True if `file` of keyspace `ks` may still hold a `Put` that a record every
+    /// reader sees kills.
+    fn owed(&self, ks: u32, file: &crate::version::TableFile) -> bool;
 }
 
 #[cfg(test)]
@@ -266,9 +329,54 @@ mod tests {
             },
             h_by_level: vec![1, 4],
             records: Vec::new(),
+            applied_through: 0,
         };
         assert_eq!(job.tile_options(0).h, 1);
         assert_eq!(job.tile_options(5).h, 4);
+    }
+
+    #[test]
+    fn outputs_claim_what_their_merge_applied() {
+        use crate::compaction::rules::{Decision, DropRules};
+        use crate::key::{ParsedKey, ValueKind};
+        let job = DeleteJob {
+            config: DeleteConfig {
+                key: DeleteKey { offset: 0, width: 1 },
+                h: TileChoice::Fixed(4),
+            },
+            h_by_level: Vec::new(),
+            records: vec![DeleteWhere {
+                seq: 10,
+                lo: vec![5],
+                hi: vec![9],
+            }],
+            applied_through: 12,
+        };
+        let put = |key: &'static [u8], seq| ParsedKey {
+            user_key: key,
+            seq,
+            kind: ValueKind::Put,
+        };
+        // No snapshot between the put and the record: the put dies, the claim stands.
+        let mut rules = DropRules::new(Vec::new(), true, false, Vec::new()).with_deletes(Some(&job));
+        assert_eq!(rules.decide_value(&put(b"a", 3), &[6]), (Decision::DropTombstone, true));
+        assert_eq!(
+            rules.decide_value(&put(b"b", 4), &[9]),
+            (Decision::Keep, false),
+            "9 is outside"
+        );
+        assert_eq!(DeleteJob::applied(Some(&job), rules.kept_killed()), 12);
+        // A snapshot at 5 still reads a put of 3: kept, and the record is not claimed.
+        let mut rules = DropRules::new(vec![5], true, false, Vec::new()).with_deletes(Some(&job));
+        assert_eq!(rules.decide_value(&put(b"a", 3), &[6]), (Decision::Keep, false));
+        assert_eq!(rules.kept_killed(), Some(10));
+        assert_eq!(DeleteJob::applied(Some(&job), rules.kept_killed()), 9);
+        assert_eq!(DeleteJob::applied(None, None), 0, "no delete key: nothing claimed");
+        // A file claiming 9 still owes the record at 10; one claiming 10 does not.
+        let r = &job.records[0];
+        let none: Option<std::slice::Iter<'_, PageMeta>> = None;
+        assert!(owes(r, 9, 1, none.clone()));
+        assert!(!owes(r, 10, 1, none));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::{DbInner, SuperVersion};
 use crate::compaction::obligations::{Emitted, emitted, write_runs};
+use crate::compaction::picker::deletes::KILLED_PUTS;
 use crate::compaction::picker::{Manual, manual_task};
 use crate::compaction::sorter::SortedStream;
 use crate::compaction::tiles::DeleteJob;
@@ -144,7 +145,11 @@ fn flush_keyspace(
             merge.advance()?;
         }
     }
-    let (files, written) = out.finish()?;
+    let (mut files, written) = out.finish()?;
+    let applied = DeleteJob::applied(ctx.deletes.get(&ks), rules.kept_killed());
+    for f in &mut files {
+        f.meta.deletes_applied = applied;
+    }
     result.bytes += written;
     result.edit.new_files.extend(files);
     Ok(())
@@ -326,6 +331,10 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
     Counters::add(&inner.counters.pages_dropped, result.pages.dropped);
     Counters::add(&inner.counters.pages_partial, result.pages.partial);
     Counters::add(&inner.counters.compaction_written, result.bytes_written);
+    if task.reason == KILLED_PUTS {
+        Counters::add(&inner.counters.kill_rewrite_read, result.bytes_read);
+        Counters::add(&inner.counters.kill_rewrite_written, result.bytes_written);
+    }
     result
         .edit
         .meta
@@ -343,11 +352,13 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
 impl DbInner {
     /// Time and the oldest snapshot, for delete-driven compaction.
     pub fn delete_clock(&self) -> crate::compaction::picker::DeleteClock {
+        let oldest_snapshot = self.snapshots.lock().keys().next().copied();
         crate::compaction::picker::DeleteClock {
             now: self.opts.clock.now_micros(),
-            oldest_snapshot: self.snapshots.lock().keys().next().copied(),
+            oldest_snapshot,
             obligations: self.obligations(),
             urgent: self.ext.urgent_keyspaces(),
+            killed: self.killed_puts(oldest_snapshot),
         }
     }
 
@@ -511,23 +522,31 @@ impl DbInner {
     /// every keyspace that declares a delete key, as of `sv`.
     pub(crate) fn job_ctx_for(&self, sv: &SuperVersion) -> Result<JobContext> {
         let mut jobs = BTreeMap::new();
+        // Records are taken from a super version captured after `visible` was read: a
+        // record readers see is in one of its memtables or, flushed, in its manifest,
+        // so every record at or below `visible` is among them (invariant KR of
+        // `compaction::tiles`).
+        let visible = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        let fresh = self.current();
         for &ks in sv.version.keyspaces.keys() {
             let Some((config, plan)) = self.tile_plan(sv, ks)? else {
                 continue;
             };
-            let mut records = crate::delete_key::records_of(&sv.version.meta, ks)?;
-            for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            let mut records = crate::delete_key::records_of(&fresh.version.meta, ks)?;
+            for m in std::iter::once(&fresh.mem).chain(fresh.imm.iter()) {
                 records.extend(m.delete_wheres(ks));
             }
             // A record being committed is not applied before readers can see it.
-            let visible = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
             records.retain(|r| r.seq <= visible);
+            records.sort_by_key(|r| r.seq);
+            records.dedup();
             jobs.insert(
                 ks,
                 DeleteJob {
                     config,
                     h_by_level: plan.into_iter().map(|(h, _)| h).collect(),
                     records,
+                    applied_through: visible,
                 },
             );
         }
@@ -541,9 +560,16 @@ impl DbInner {
     /// Drops, by a manifest edit and without reading or rewriting them, the pages of
     /// keyspace `ks`'s tiled files that its secondary range deletes killed whole
     /// (invariant TP of `compaction::tiles`; only the oldest run of the last level
-    /// qualifies). Pages a delete covers in part are left to compactions. Files a
-    /// background job holds are skipped (a later compaction drops their pages).
+    /// qualifies). Files a background job holds are skipped (a later compaction drops
+    /// their pages). Then wakes the background, which rewrites the files still holding
+    /// killed entries: pages a delete covers in part (invariant KR).
     pub(crate) fn drop_deleted_pages(&self, ks: u32) -> Result<crate::compaction::job::PageTally> {
+        let r = self.drop_whole_pages(ks);
+        self.bg_cv.notify_all();
+        r
+    }
+
+    fn drop_whole_pages(&self, ks: u32) -> Result<crate::compaction::job::PageTally> {
         use crate::compaction::tiles::{PageCounts, page_skipper};
         use std::sync::atomic::Ordering as AtOrd;
         let mut tally = crate::compaction::job::PageTally::default();
@@ -634,7 +660,6 @@ impl DbInner {
                 bg.busy.remove(&f.number());
             }
         }
-        self.bg_cv.notify_all();
         r.map(|()| tally)
     }
 }

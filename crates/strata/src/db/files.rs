@@ -29,6 +29,9 @@ pub struct LiveFile {
     /// has a time older than `now - D`" implies every tombstone written before
     /// `now - D` is gone from disk.
     pub oldest_tombstone_time: Option<u64>,
+    /// Offsets of the delete-tile pages the version dropped from the file (still in the
+    /// file's bytes, never read; `FileMeta::dropped_pages`).
+    pub dropped_pages: Vec<u64>,
 }
 
 impl Db {
@@ -51,6 +54,7 @@ impl Db {
                         entries: f.meta.entries,
                         tombstones: f.meta.tombstones,
                         oldest_tombstone_time: f.meta.oldest_tombstone_time,
+                        dropped_pages: f.meta.dropped_pages.clone(),
                     });
                 }
             }

@@ -292,6 +292,7 @@ impl DbInner {
                     raw_bytes: info.raw_bytes,
                     global_seq: Some(seq),
                     dropped_pages: Vec::new(),
+                    deletes_applied: 0,
                 };
                 // Opened (and checked once more) before the manifest names it.
                 self.sst_cache.get(meta.number, meta.global_seq)?;

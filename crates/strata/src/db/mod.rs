@@ -16,6 +16,7 @@ mod files;
 mod ingest;
 mod key_batch;
 mod keyspace;
+mod killed;
 mod open;
 mod read;
 mod snapshot;
@@ -652,6 +653,8 @@ impl DbInner {
             delete_wheres: C::get(&c.delete_wheres),
             delete_pages_dropped: C::get(&c.pages_dropped),
             delete_pages_partial: C::get(&c.pages_partial),
+            delete_rewrite_bytes_read: C::get(&c.kill_rewrite_read),
+            delete_rewrite_bytes_written: C::get(&c.kill_rewrite_written),
             ..Default::default()
         };
         let written = s.flush_bytes_written + s.compaction_bytes_written;

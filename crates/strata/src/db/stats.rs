@@ -27,6 +27,10 @@ pub(crate) struct Counters {
     /// Delete-tile pages compactions dropped unread, and read while partly deleted.
     pub pages_dropped: AtomicU64,
     pub pages_partial: AtomicU64,
+    /// Bytes read and written by compactions that rewrote files still holding entries
+    /// a secondary range delete killed (`picker::deletes::KilledPutsTrigger`).
+    pub kill_rewrite_read: AtomicU64,
+    pub kill_rewrite_written: AtomicU64,
 }
 
 /// Catalog entry holding the work counters, so write amplification spans reopens.
@@ -195,6 +199,12 @@ pub struct Stats {
     /// Delete-tile pages compactions read (and rewrote the survivors of) because a
     /// secondary range delete covered them in part, since open.
     pub delete_pages_partial: u64,
+    /// Bytes compactions read to rewrite files that still held entries a secondary
+    /// range delete killed (pages it covered in part), since open; part of
+    /// `compaction_bytes_read`.
+    pub delete_rewrite_bytes_read: u64,
+    /// Bytes those rewrites wrote, since open; part of `compaction_bytes_written`.
+    pub delete_rewrite_bytes_written: u64,
 }
 
 impl Stats {
@@ -267,8 +277,12 @@ impl std::fmt::Display for Stats {
         if self.delete_wheres > 0 || self.delete_pages_dropped > 0 {
             writeln!(
                 f,
-                "delete_where         {} ({} pages dropped unread, {} read in part)",
-                self.delete_wheres, self.delete_pages_dropped, self.delete_pages_partial
+                "delete_where         {} ({} pages dropped unread, {} read in part; rewrites read {} bytes, wrote {} bytes)",
+                self.delete_wheres,
+                self.delete_pages_dropped,
+                self.delete_pages_partial,
+                self.delete_rewrite_bytes_read,
+                self.delete_rewrite_bytes_written
             )?;
         }
         write!(f, "last seqno           {}", self.last_seq)?;

@@ -24,12 +24,13 @@
 //! | 10  | meta remove         | name bytes                                         |
 //!
 //! A new file is nested (length-prefixed) so that [`FileMeta`] can grow fields too. Its
-//! tags, each at most once; all required except 13, 15 and 16:
+//! tags, each at most once; all required except 13, 15, 16 and 17:
 //! 1 keyspace (u32), 2 level (u32), 3 run, 4 number, 5 size, 6 smallest (bytes),
 //! 7 largest (bytes), 8 min_seq, 9 max_seq, 10 entries, 11 tombstones,
 //! 12 range_tombstones, 13 oldest_tombstone_time (absent = `None`), 14 raw_bytes,
 //! 15 global_seq (absent = `None`; an ingested file, read with this seqno),
-//! 16 dropped pages (optional: `varint count ++ varint offset delta*`, ascending).
+//! 16 dropped pages (optional: `varint count ++ varint offset delta*`, ascending),
+//! 17 deletes_applied (absent = 0).
 //!
 //! The codec checks syntax only; whether an edit makes sense (seqno ranges, known
 //! keyspaces) is checked when it is applied to a version.
@@ -68,6 +69,10 @@ pub struct FileMeta {
     /// Offsets of the pages of a tiled file that secondary range deletes dropped
     /// without rewriting it, ascending (readers skip them; `compaction::tiles`).
     pub dropped_pages: Vec<u64>,
+    /// Every secondary range delete of the file's keyspace at a seqno up to this one
+    /// was applied by the flush or compaction that wrote the file, and it kept no `Put`
+    /// one kills (invariant KR of `compaction::tiles`); 0 = none known applied.
+    pub deletes_applied: SeqNo,
 }
 
 /// A file added to a keyspace's level, as a piece of a run.
@@ -133,6 +138,7 @@ const NF_OLDEST_TOMBSTONE_TIME: u64 = 13;
 const NF_RAW_BYTES: u64 = 14;
 const NF_GLOBAL_SEQ: u64 = 15;
 const NF_DROPPED_PAGES: u64 = 16;
+const NF_DELETES_APPLIED: u64 = 17;
 
 impl VersionEdit {
     /// Encodes the edit in the manifest's tagged format (see the module docs).
@@ -275,6 +281,10 @@ fn encode_new_file(nf: &NewFile, out: &mut Vec<u8>) {
         put_varint(out, NF_GLOBAL_SEQ);
         put_varint(out, g);
     }
+    if m.deletes_applied > 0 {
+        put_varint(out, NF_DELETES_APPLIED);
+        put_varint(out, m.deletes_applied);
+    }
     if !m.dropped_pages.is_empty() {
         put_varint(out, NF_DROPPED_PAGES);
         let mut b = Vec::new();
@@ -322,6 +332,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) = (None, None, None, None);
     let mut global_seq = None;
     let mut dropped = None;
+    let mut applied = None;
     while !d.is_empty() {
         let at = d.position();
         match d.varint()? {
@@ -340,6 +351,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             NF_OLDEST_TOMBSTONE_TIME => set_once(&mut oldest, d.varint()?, at)?,
             NF_RAW_BYTES => set_once(&mut raw_bytes, d.varint()?, at)?,
             NF_GLOBAL_SEQ => set_once(&mut global_seq, d.varint()?, at)?,
+            NF_DELETES_APPLIED => set_once(&mut applied, d.varint()?, at)?,
             NF_DROPPED_PAGES => {
                 let b = d.length_prefixed()?;
                 let pages = decode_dropped_pages(b).map_err(|e| DecodeError {
@@ -376,6 +388,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             raw_bytes: raw_bytes.ok_or_else(|| missing("new file lacks its raw byte count"))?,
             global_seq,
             dropped_pages: dropped.unwrap_or_default(),
+            deletes_applied: applied.unwrap_or(0),
         },
     })
 }
@@ -437,6 +450,7 @@ pub(crate) mod tests {
                 raw_bytes: 3000,
                 global_seq: None,
                 dropped_pages: Vec::new(),
+                deletes_applied: 0,
             },
         }
     }
@@ -546,6 +560,7 @@ pub(crate) mod tests {
                     raw_bytes,
                     global_seq,
                     dropped_pages: Vec::new(),
+                    deletes_applied: max_seq / 2,
                 },
             )
     }

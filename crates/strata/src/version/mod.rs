@@ -403,6 +403,7 @@ mod tests {
             raw_bytes: 2,
             global_seq: None,
             dropped_pages: Vec::new(),
+            deletes_applied: 0,
         };
         let add = VersionEdit {
             new_keyspaces: vec![(0, "default".into())],

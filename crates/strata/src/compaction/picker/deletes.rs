@@ -6,9 +6,11 @@
 //!   would rewrite.
 //! * [`DirtyReadTrigger`]: selects of a deferred table meet many dirty index entries, so
 //!   the keyspace's pending purges are pushed down now, whatever the deadlines say.
+//! * [`KilledPutsTrigger`]: the file still holds `Put`s a secondary range delete killed
+//!   (invariant KR of `compaction::tiles`), so the delete becomes physical.
 //!
-//! All three look at the same per-file facts, gathered once per pick
-//! ([`Context::delete_candidates`]), and compact a file the same way
+//! The first three look at the same per-file facts, gathered once per pick
+//! ([`Context::delete_candidates`]); all four compact a file the same way
 //! ([`compact_file_for_deletes`]): down a level, or in place at the last level, where
 //! the rewrite is bottommost and drops the tombstones.
 
@@ -84,6 +86,49 @@ impl Trigger for DirtyReadTrigger {
             (c.urgency.is_none() && c.dirty_reads)
                 .then(|| 1.0 + c.file.meta.tombstones as f64 / c.file.meta.entries.max(1) as f64)
         })
+    }
+}
+
+/// The reason of the compactions [`KilledPutsTrigger`] picks (their I/O is counted
+/// apart: it is what secondary range deletes cost in the background).
+pub const KILLED_PUTS: &str = "killed puts";
+
+/// Files that still hold `Put`s a secondary range delete every reader sees killed
+/// (invariant KR of `compaction::tiles`): rewritten, deepest level first, so the killed
+/// entries leave the disk. The whole pages such a delete covers were dropped already
+/// (`DbInner::drop_deleted_pages`) or are skipped unread by the rewrite; what remains
+/// are the pages it covers in part.
+#[derive(Debug, Default)]
+pub struct KilledPutsTrigger;
+
+impl Trigger for KilledPutsTrigger {
+    fn name(&self) -> &'static str {
+        "killed-puts"
+    }
+
+    fn choose(&self, cx: &mut Context<'_>) -> Option<Choice> {
+        let killed = cx.clock.killed.clone()?;
+        let mut files = Vec::new();
+        for ks in cx.keyspaces().filter(|ks| killed.has_records(ks.id)) {
+            for (li, level) in ks.levels.iter().enumerate().rev() {
+                files.extend(level.files().map(|f| (ks.id, li, f.clone())));
+            }
+        }
+        for (id, li, f) in files {
+            if cx.busy.contains(&f.number()) || !killed.owed(id, &f) {
+                continue;
+            }
+            let ks = cx.version.keyspace(id)?;
+            if let Some(mut task) = compact_file_for_deletes(ks, li, &f, cx.opts, cx.busy, cx.cursors) {
+                task.reason = KILLED_PUTS;
+                return Some(Choice {
+                    priority: Priority::Deletes,
+                    rank: 0.0,
+                    task,
+                });
+            }
+        }
+        None
     }
 }
 

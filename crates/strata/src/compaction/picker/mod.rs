@@ -11,6 +11,7 @@
 //! | [`size::SizeTrigger`] | size | a level is over its run count or byte capacity |
 //! | [`deletes::DensityTrigger`] | deletes | a file is dense with tombstones for its rewrite |
 //! | [`deletes::DirtyReadTrigger`] | deletes | a deferred table's selects meet many dirty entries |
+//! | [`deletes::KilledPutsTrigger`] | deletes | a file still holds `Put`s a secondary range delete killed |
 //!
 //! Whatever fires, a level compacts as its [`shape`] says (leveled, tiered, lazy
 //! leveling), which keeps the version invariants 3 (run order) and 4 (depth) of
@@ -125,6 +126,9 @@ pub struct DeleteClock {
     /// Keyspaces of deferred tables whose selects meet many dirty entries: their pending
     /// purges are pushed down now, whatever the deadlines say.
     pub urgent: HashSet<u32>,
+    /// Which files still hold `Put`s a secondary range delete killed (invariant KR of
+    /// `compaction::tiles`); `None` when no keyspace has a record to apply.
+    pub killed: Option<Arc<dyn super::tiles::KilledPuts>>,
 }
 
 impl Default for DeleteClock {
@@ -134,6 +138,7 @@ impl Default for DeleteClock {
             oldest_snapshot: None,
             obligations: Arc::new(super::NoObligations),
             urgent: HashSet::new(),
+            killed: None,
         }
     }
 }
@@ -226,6 +231,7 @@ impl Default for CompactionPicker {
                 Box::new(size::SizeTrigger),
                 Box::new(deletes::DensityTrigger),
                 Box::new(deletes::DirtyReadTrigger),
+                Box::new(deletes::KilledPutsTrigger),
             ],
             cursors: Cursors::new(),
         }

@@ -30,6 +30,7 @@ fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
                     raw_bytes: size,
                     global_seq: None,
                     dropped_pages: Vec::new(),
+                    deletes_applied: 0,
                 },
             })
             .collect(),

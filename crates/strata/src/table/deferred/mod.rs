@@ -83,7 +83,9 @@
 //!     written, and the entries of shadowed versions get theirs too (none resurfaces
 //!     when a newer entry of the same key is annihilated). Since the dropped rows must
 //!     be read, that primary's pages are never dropped unread (invariant TP of
-//!     `compaction::tiles`); a table without secondary indexes drops them.
+//!     `compaction::tiles`); a table without secondary indexes drops them. The
+//!     background rewrites that make a delete physical (invariant KR there) are such
+//!     compactions, so they emit too.
 //! 13. **Serialised with statements.** `delete_where` and `set_delete_key` hold the DDL
 //!     lock exclusively, so no statement's read-then-write (an eager hidden read, an
 //!     UPDATE, a unique check) straddles a delete.

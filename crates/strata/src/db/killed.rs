@@ -1,0 +1,88 @@
+//! The picker's view of which files still hold `Put`s a secondary range delete killed
+//! (invariant KR of `compaction::tiles`): the records every reader sees, and each
+//! file's tile index from the table cache.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::DbInner;
+use crate::compaction::tiles::{KilledPuts, owes};
+use crate::delete_key::DeleteWhere;
+use crate::key::SeqNo;
+use crate::sstable::SstCache;
+use crate::version::TableFile;
+
+/// The records to apply, by keyspace, and the tables to look them up in.
+struct Owed {
+    records: BTreeMap<u32, Vec<DeleteWhere>>,
+    cache: Arc<SstCache>,
+}
+
+impl KilledPuts for Owed {
+    fn has_records(&self, ks: u32) -> bool {
+        self.records.contains_key(&ks)
+    }
+
+    fn owed(&self, ks: u32, f: &TableFile) -> bool {
+        let Some(records) = self.records.get(&ks) else {
+            return false;
+        };
+        let min_seq = f.meta.global_seq.unwrap_or(f.meta.min_seq);
+        let pending: Vec<&DeleteWhere> = records
+            .iter()
+            .filter(|r| r.seq > f.meta.deletes_applied && min_seq < r.seq)
+            .collect();
+        if pending.is_empty() {
+            return false;
+        }
+        // A table that cannot be opened is left alone here: its rewrite would fail too,
+        // and the reads that meet it report the damage.
+        let Ok(t) = self.cache.get(f.meta.number, f.meta.global_seq) else {
+            return false;
+        };
+        let dropped = &f.meta.dropped_pages;
+        match t.tiles() {
+            None => true,
+            Some(tiles) => pending.iter().any(|r| {
+                let live = tiles
+                    .pages
+                    .iter()
+                    .filter(|p| dropped.binary_search(&p.handle.offset).is_err());
+                owes(r, f.meta.deletes_applied, min_seq, Some(live))
+            }),
+        }
+    }
+}
+
+impl DbInner {
+    /// The files still owing a secondary range delete, for the picker; `None` when no
+    /// keyspace has a record every reader sees (none older than `oldest_snapshot`).
+    pub(crate) fn killed_puts(&self, oldest_snapshot: Option<SeqNo>) -> Option<Arc<dyn KilledPuts>> {
+        let visible = self.visible_seq.load(Ordering::Acquire);
+        let sv = self.current();
+        let applies = |r: &DeleteWhere| r.seq <= visible && oldest_snapshot.is_none_or(|s| s >= r.seq);
+        let mut records: BTreeMap<u32, Vec<DeleteWhere>> = BTreeMap::new();
+        for &ks in sv.version.keyspaces.keys() {
+            // An undecodable record fails the jobs that apply it; here it applies nothing.
+            let rs = crate::delete_key::records_of(&sv.version.meta, ks).unwrap_or_default();
+            for r in rs.into_iter().filter(|r| applies(r)) {
+                records.entry(ks).or_default().push(r);
+            }
+        }
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            for (ks, r) in m.all_delete_wheres() {
+                if applies(&r) {
+                    records.entry(ks).or_default().push(r);
+                }
+            }
+        }
+        if records.is_empty() {
+            return None;
+        }
+        Some(Arc::new(Owed {
+            records,
+            cache: self.sst_cache.clone(),
+        }))
+    }
+}
