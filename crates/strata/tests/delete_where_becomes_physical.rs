@@ -101,13 +101,24 @@ fn a_keyspace_delete_leaves_no_killed_entry_on_disk() {
         let before = file_entries(&db, dir.path(), "orders");
         let in_range = |v: &[u8]| (200..450).contains(&dk_of(v));
         assert!(killed_puts(&before, in_range) > 100, "{name}: nothing to delete");
+        // Deletes delete keys [lo, hi) and waits for the background: no killed entry
+        // may stay in any file. Returns the files' entries after it.
+        let delete_and_settle = |model: &mut BTreeMap<Vec<u8>, Vec<u8>>, lo: u32, hi: u32| {
+            let dies = |v: &[u8]| (lo..hi).contains(&dk_of(v));
+            ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())
+                .expect("delete_where");
+            model.retain(|_, v| !dies(v));
+            db.wait_for_background().expect("background");
+            let after = file_entries(&db, dir.path(), "orders");
+            assert_eq!(
+                killed_puts(&after, dies),
+                0,
+                "{name}: [{lo}, {hi}) left entries on disk"
+            );
+            after
+        };
         let s0 = db.stats();
-        ks.delete_where(&200u32.to_be_bytes(), &450u32.to_be_bytes())
-            .expect("delete_where");
-        model.retain(|_, v| !in_range(v));
-        db.wait_for_background().expect("background");
-        let after = file_entries(&db, dir.path(), "orders");
-        assert_eq!(killed_puts(&after, in_range), 0, "{name}: killed entries left on disk");
+        let after = delete_and_settle(&mut model, 200, 450);
         let s1 = db.stats();
         assert!(
             s1.delete_rewrite_bytes_written > s0.delete_rewrite_bytes_written,
@@ -123,13 +134,7 @@ fn a_keyspace_delete_leaves_no_killed_entry_on_disk() {
         assert_eq!(newest.len(), model.len(), "{name}: rows missing from the files");
         assert_eq!(scan_all(&ks), model, "{name}: scan after the rewrite");
         // A second delete over rewritten files: its whole pages and partial ones go too.
-        let in_second = |v: &[u8]| (600..700).contains(&dk_of(v));
-        ks.delete_where(&600u32.to_be_bytes(), &700u32.to_be_bytes())
-            .expect("delete_where");
-        model.retain(|_, v| !in_second(v));
-        db.wait_for_background().expect("background");
-        let after = file_entries(&db, dir.path(), "orders");
-        assert_eq!(killed_puts(&after, in_second), 0, "{name}: second delete left entries");
+        let after = delete_and_settle(&mut model, 600, 700);
         assert_eq!(
             killed_puts(&after, in_range),
             0,
