@@ -746,13 +746,7 @@ impl Scan {
             Bound::Included(l) | Bound::Excluded(l) => it.seek(&seek_key(l, MAX_SEQNO)),
         };
         // An error keeps the source, whose merge then reports it.
-        sought.is_err()
-            || (it.valid()
-                && match &self.upper {
-                    Bound::Unbounded => true,
-                    Bound::Included(u) => crate::key::user_key(it.key()) <= u.as_slice(),
-                    Bound::Excluded(u) => crate::key::user_key(it.key()) < u.as_slice(),
-                })
+        sought.is_err() || (it.valid() && in_upper(&self.upper, crate::key::user_key(it.key())))
     }
 
     /// The snapshot seqno this scan reads at.

@@ -89,9 +89,10 @@ impl Trigger for DirtyReadTrigger {
     }
 }
 
-/// The reason of the compactions [`KilledPutsTrigger`] picks (their I/O is counted
-/// apart: it is what secondary range deletes cost in the background).
-pub const KILLED_PUTS: &str = "killed puts";
+/// The name of [`KilledPutsTrigger`], and the reason of the compactions it picks
+/// (their I/O is counted apart: it is what secondary range deletes cost in the
+/// background).
+pub const KILLED_PUTS: &str = "killed-puts";
 
 /// Files that still hold `Put`s a secondary range delete every reader sees killed
 /// (invariant KR of `compaction::tiles`): rewritten, deepest level first, so the killed
@@ -103,7 +104,7 @@ pub struct KilledPutsTrigger;
 
 impl Trigger for KilledPutsTrigger {
     fn name(&self) -> &'static str {
-        "killed-puts"
+        KILLED_PUTS
     }
 
     fn choose(&self, cx: &mut Context<'_>) -> Option<Choice> {
