@@ -1,10 +1,20 @@
 //! The picker's view of which files still hold `Put`s a secondary range delete killed
 //! (invariant KR of `compaction::tiles`): the records every reader sees, and each
 //! file's tile index from the table cache.
+//!
+//! The picker runs under the background lock, after every flush and compaction and
+//! while `wait_for_background` polls, so a file found owing nothing is remembered with
+//! the seqno through which every record was checked (`DbInner::killed_checked`): later
+//! picks look at newer records only, instead of opening the file and walking its tile
+//! index again. This holds because a file never changes (dropped pages only leave it
+//! with fewer live pages) and every record at or below that seqno was among the ones
+//! checked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
 
 use super::DbInner;
 use crate::compaction::tiles::{KilledPuts, owes};
@@ -17,6 +27,10 @@ use crate::version::TableFile;
 struct Owed {
     records: BTreeMap<u32, Vec<DeleteWhere>>,
     cache: Arc<SstCache>,
+    /// Every record at or below this seqno is in `records` (the visible seqno, or the
+    /// oldest snapshot if older).
+    through: SeqNo,
+    checked: Arc<Mutex<HashMap<u64, SeqNo>>>,
 }
 
 impl KilledPuts for Owed {
@@ -29,9 +43,10 @@ impl KilledPuts for Owed {
             return false;
         };
         let min_seq = f.meta.global_seq.unwrap_or(f.meta.min_seq);
+        let checked = self.checked.lock().get(&f.number()).copied().unwrap_or(0);
         let pending: Vec<&DeleteWhere> = records
             .iter()
-            .filter(|r| r.seq > f.meta.deletes_applied && min_seq < r.seq)
+            .filter(|r| r.seq > checked && r.seq > f.meta.deletes_applied && min_seq < r.seq)
             .collect();
         if pending.is_empty() {
             return false;
@@ -42,7 +57,7 @@ impl KilledPuts for Owed {
             return false;
         };
         let dropped = &f.meta.dropped_pages;
-        match t.tiles() {
+        let owed = match t.tiles() {
             None => true,
             Some(tiles) => pending.iter().any(|r| {
                 let live = tiles
@@ -51,7 +66,11 @@ impl KilledPuts for Owed {
                     .filter(|p| dropped.binary_search(&p.handle.offset).is_err());
                 owes(r, f.meta.deletes_applied, min_seq, Some(live))
             }),
+        };
+        if !owed {
+            self.checked.lock().insert(f.number(), self.through);
         }
+        owed
     }
 }
 
@@ -78,11 +97,23 @@ impl DbInner {
             }
         }
         if records.is_empty() {
+            self.killed_checked.lock().clear();
             return None;
         }
+        // Forget files no longer live.
+        let live: HashSet<u64> = sv
+            .version
+            .keyspaces
+            .values()
+            .flat_map(|t| t.files())
+            .map(|f| f.number())
+            .collect();
+        self.killed_checked.lock().retain(|n, _| live.contains(n));
         Some(Arc::new(Owed {
             records,
             cache: self.sst_cache.clone(),
+            through: oldest_snapshot.map_or(visible, |s| s.min(visible)),
+            checked: self.killed_checked.clone(),
         }))
     }
 }

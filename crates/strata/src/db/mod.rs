@@ -24,7 +24,7 @@ mod stats;
 mod verify;
 mod write;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -123,6 +123,9 @@ pub(crate) struct DbInner {
     pub bg: Mutex<BgState>,
     pub bg_cv: Condvar,
     pub picker: Mutex<CompactionPicker>,
+    /// Files the picker found owing no secondary range delete, by file number, with
+    /// the seqno through which every record was checked (`db::killed`).
+    pub killed_checked: Arc<Mutex<HashMap<u64, SeqNo>>>,
     pub counters: stats::Counters,
     pub job_ctx: JobContext,
     /// The layer above the engine, if any (the table layer).

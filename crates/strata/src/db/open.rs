@@ -300,6 +300,7 @@ impl Parts {
             }),
             bg_cv: Condvar::new(),
             picker: Mutex::new(CompactionPicker::default()),
+            killed_checked: Arc::default(),
             counters,
             job_ctx: self.job_ctx,
             ext: self.ext,
