@@ -16,10 +16,16 @@ use crate::kv::{Prefetch, Shared, Snapshot, WriteBatch, busy, engine};
 
 /// The multimap stored in keyspace `name` (created when missing and `create` is true).
 pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str, create: bool) -> PyResult<MultiMap> {
+    let created = create && shared.keyspace(py, name, false).is_err();
     let ks = shared.keyspace(py, name, create)?;
+    let map = EngineMultiMap::new(ks);
+    if created {
+        // A new multimap's tables filter by key (`MultiMap::filter_by_key`).
+        map.filter_by_key().map_err(|e| errors::to_py(py, e))?;
+    }
     Ok(MultiMap {
         shared: shared.clone(),
-        map: EngineMultiMap::new(ks),
+        map,
         name: name.to_string(),
     })
 }

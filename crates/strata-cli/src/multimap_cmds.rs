@@ -65,16 +65,21 @@ impl Store {
                 Err(e) => Err(e.into()),
             }
         };
-        match self {
+        let mm = match self {
             Store::One(db) => {
                 missing(db)?;
-                Ok(MultiMap::new(db.keyspace_or_create(name)?))
+                MultiMap::new(db.keyspace_or_create(name)?)
             }
             Store::Parts(p) => {
                 missing(p.db(0))?;
-                Ok(MultiMap::partitioned(p.keyspace(name)?))
+                MultiMap::partitioned(p.keyspace(name)?)
             }
+        };
+        if create {
+            // A command that writes: its tables filter by key (a no-op once set).
+            mm.filter_by_key()?;
         }
+        Ok(mm)
     }
 
     fn close(self) -> Result<()> {

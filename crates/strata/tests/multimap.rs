@@ -4,6 +4,7 @@
 
 use strata::multimap::{MultiMap, encoding::MAX_ENTRY_SIZE};
 use strata::partition::{MAX_PARTITIONS, Partitions};
+use strata::sstable::FilterKey;
 use strata::{Db, Error, Options, WriteBatch};
 
 fn small() -> Options {
@@ -255,4 +256,80 @@ fn a_value_costs_close_to_its_own_bytes() {
     eprintln!("{bytes} bytes for {n} values: {per_value:.2} bytes per value");
     // value 7 + trailer 8 + header 3 = 18, plus restarts, index and filter.
     assert!(per_value < 22.0, "{per_value:.2} bytes per value");
+}
+
+/// Bytes of bloom filter in `db`'s live tables, read from their properties.
+fn filter_bytes(db: &Db) -> u64 {
+    let fs = strata::fs::RealFs;
+    db.live_files()
+        .iter()
+        .map(|f| {
+            let path = db.path().join(strata::sstable::sst_file_name(f.number));
+            let file = strata::fs::FileSystem::open(&fs, &path).expect("open table");
+            strata::sstable::SstReader::open(file, f.number, None)
+                .expect("read table")
+                .properties()
+                .filter_size
+        })
+        .sum()
+}
+
+#[test]
+fn filters_by_key_hold_one_entry_per_key_and_still_answer_contains() {
+    let mut sizes = Vec::new();
+    for by_key in [false, true] {
+        let (_dir, db, mm) = open_mm();
+        if by_key {
+            mm.filter_by_key().expect("filter by key");
+        }
+        for k in 0..100u32 {
+            mm.load((0..100u32).map(|v| (format!("key{k}"), format!("v{v:04}"))), 1)
+                .expect("load");
+        }
+        db.compact_range().expect("compact");
+        sizes.push(filter_bytes(&db));
+        assert!(mm.contains(b"key7", b"v0042").expect("contains"));
+        assert!(!mm.contains(b"key7", b"v9999").expect("contains"));
+        assert!(!mm.contains(b"key100", b"v0042").expect("contains"));
+        assert_eq!(values(&mm, b"key99").len(), 100);
+    }
+    // 100 keys against 10,000 entries.
+    assert!(sizes[1] * 20 < sizes[0], "filter bytes whole / by key: {sizes:?}");
+}
+
+#[test]
+fn tables_of_both_kinds_of_filter_serve_one_keyspace_across_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ks_of = |db: &Db| db.keyspace("mm").expect("ks");
+    {
+        let db = Db::open(dir.path(), small()).expect("open");
+        let mm = MultiMap::new(db.create_keyspace("mm").expect("ks"));
+        mm.put(b"old", b"1").expect("put");
+        db.flush().expect("flush");
+        mm.filter_by_key().expect("filter by key");
+        mm.put(b"new", b"2").expect("put");
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), small()).expect("reopen");
+    assert_eq!(ks_of(&db).filter_key().expect("filter key"), FilterKey::KeyPrefix);
+    let mm = MultiMap::new(ks_of(&db));
+    for (k, v, want) in [
+        (b"old", b"1", true),
+        (b"new", b"2", true),
+        (b"old", b"2", false),
+        (b"new", b"1", false),
+    ] {
+        assert_eq!(mm.contains(k, v).expect("contains"), want, "{k:?} {v:?}");
+    }
+    db.compact_range().expect("compact");
+    assert!(mm.contains(b"old", b"1").expect("contains"));
+    assert!(!mm.contains(b"gone", b"1").expect("contains"));
+    // Dropping the keyspace drops its setting: a new one of the same name starts whole.
+    drop(mm);
+    db.drop_keyspace("mm").expect("drop");
+    assert_eq!(
+        db.create_keyspace("mm").expect("ks").filter_key().expect("filter key"),
+        FilterKey::Whole
+    );
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use strata::multimap::MultiMap;
 use strata::partition::{PartitionSnapshot, Partitions};
+use strata::sstable::FilterKey;
 use strata::{Db, Keyspace, Options, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
@@ -91,6 +92,9 @@ enum Snap {
 struct Harness {
     dir: std::path::PathBuf,
     opts: Options,
+    /// The multimap's tables filter by key (`MultiMap::filter_by_key`), set once at
+    /// creation and persisted.
+    by_key: bool,
     partitions: usize,
     store: Option<Store>,
     mm: MultiMap,
@@ -137,11 +141,15 @@ fn collect(it: impl Iterator<Item = strata::Result<Vec<u8>>>) -> Vec<Vec<u8>> {
 }
 
 impl Harness {
-    fn new(dir: &Path, partitions: usize, opts: Options) -> Harness {
+    fn new(dir: &Path, partitions: usize, opts: Options, by_key: bool) -> Harness {
         let (store, mm) = open(dir, partitions, &opts);
+        if by_key {
+            mm.filter_by_key().expect("filter by key");
+        }
         Harness {
             dir: dir.to_path_buf(),
             opts,
+            by_key,
             partitions,
             store: Some(store),
             mm,
@@ -289,6 +297,28 @@ impl Harness {
         self.mm = mm;
     }
 
+    /// The filter setting survived every reopen, in every partition.
+    fn check_filter_key(&self) -> Result<(), String> {
+        let want = if self.by_key {
+            FilterKey::KeyPrefix
+        } else {
+            FilterKey::Whole
+        };
+        let got: Vec<FilterKey> = match self.store.as_ref().expect("open") {
+            Store::Single { db, .. } => vec![db.keyspace("mm").expect("ks").filter_key().expect("filter key")],
+            Store::Parts(p) => {
+                let ks = p.keyspace("mm").expect("ks");
+                (0..p.count())
+                    .map(|i| ks.partition(i).filter_key().expect("filter key"))
+                    .collect()
+            }
+        };
+        if got.iter().any(|&g| g != want) {
+            return Err(format!("filter keys {got:?}, want {want:?}"));
+        }
+        Ok(())
+    }
+
     fn check_entries(&self) -> Result<(), String> {
         let got: Vec<(Vec<u8>, Vec<u8>)> = self.mm.entries().expect("entries").map(|r| r.expect("entry")).collect();
         let want: Vec<(Vec<u8>, Vec<u8>)> = self
@@ -325,12 +355,13 @@ fn run(partitions: usize, ops: &[Op], seed: u64) -> Result<(), String> {
         background_threads: 1,
         ..opts
     };
-    let mut h = Harness::new(dir.path(), partitions, opts);
+    let mut h = Harness::new(dir.path(), partitions, opts, seed.is_multiple_of(2));
     for (i, op) in ops.iter().enumerate() {
         h.apply(op).map_err(|e| format!("op {i} {op:?}: {e}"))?;
     }
     h.check_all()?;
     h.reopen();
+    h.check_filter_key()?;
     h.check_all()
 }
 
@@ -373,6 +404,7 @@ fn long_history_matches_model() {
                 _ => Op::Reopen,
             })
             .collect();
-        run(partitions, &ops, 7).expect("matches the model");
+        // One with filters by key, one with whole-entry filters.
+        run(partitions, &ops, 7 + u64::from(partitions == 1)).expect("matches the model");
     }
 }

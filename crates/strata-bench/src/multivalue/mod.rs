@@ -197,6 +197,7 @@ pub fn run(a: &MultivalueArgs) -> BenchResult<()> {
 fn load_subreddits(plan: &Plan, dir: &std::path::Path) -> BenchResult<LoadResult> {
     let parts = strata::partition::Partitions::open(dir, 1, strata_side::options())?;
     let mm = MultiMap::partitioned(parts.keyspace("by_subreddit")?);
+    mm.filter_by_key()?;
     let start = std::time::Instant::now();
     let n = mm.load(plan.records().map(|r| (r.subreddit, r.id)), 1)?;
     let load_secs = start.elapsed().as_secs_f64();
@@ -204,9 +205,11 @@ fn load_subreddits(plan: &Plan, dir: &std::path::Path) -> BenchResult<LoadResult
     parts.wait_for_background()?;
     let total_secs = start.elapsed().as_secs_f64();
     let store_bytes = parts.total_bytes();
+    let store_filter_bytes = strata_side::filter_bytes(&parts)?;
     parts.compact_range()?;
     let merged_secs = start.elapsed().as_secs_f64();
     let compacted_bytes = parts.total_bytes();
+    let compacted_filter_bytes = strata_side::filter_bytes(&parts)?;
     drop(mm);
     parts.close()?;
     Ok(LoadResult {
@@ -218,6 +221,8 @@ fn load_subreddits(plan: &Plan, dir: &std::path::Path) -> BenchResult<LoadResult
         merged_secs,
         store_bytes,
         compacted_bytes,
+        store_filter_bytes,
+        compacted_filter_bytes,
         bytes_over_time: Vec::new(),
     })
 }
@@ -382,6 +387,17 @@ fn print_report(r: &Report) {
             "store bytes, strata/peer: {} when merges are done, {} fully merged (target <= 1x)",
             ratio(f.store_bytes as f64, p.store_bytes as f64),
             ratio(f.compacted_bytes as f64, p.store_bytes as f64)
+        );
+        println!(
+            "  without Strata's bloom filters ({} / {}; the peer keeps none, and a key's stream does \
+             not read them): {} when merges are done, {} fully merged",
+            mib(f.store_filter_bytes),
+            mib(f.compacted_filter_bytes),
+            ratio((f.store_bytes - f.store_filter_bytes) as f64, p.store_bytes as f64),
+            ratio(
+                (f.compacted_bytes - f.compacted_filter_bytes) as f64,
+                p.store_bytes as f64
+            )
         );
     }
     if let (Some(Some(s)), Some(Some(q))) = (r.gets.first().map(|g| g.bins[0]), p.bins.first()) {

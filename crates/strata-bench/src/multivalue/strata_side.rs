@@ -62,6 +62,9 @@ pub struct LoadResult {
     pub merged_secs: f64,
     /// Live SSTable bytes after the full compaction.
     pub compacted_bytes: u64,
+    /// Bytes of bloom filters in `store_bytes` and in `compacted_bytes`.
+    pub store_filter_bytes: u64,
+    pub compacted_filter_bytes: u64,
     /// (seconds, live SSTable bytes) sampled during the load.
     pub bytes_over_time: Vec<(f64, u64)>,
 }
@@ -97,6 +100,7 @@ pub fn options() -> Options {
 pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> BenchResult<(LoadResult, Partitions)> {
     let parts = Partitions::open(dir, partitions, options())?;
     let mm = MultiMap::partitioned(parts.keyspace("by_author")?);
+    mm.filter_by_key()?;
     let pb = count_bar(plan.len(), &format!("strata {threads}t/{partitions}p"), "puts");
     let start = Instant::now();
     let done = AtomicBool::new(false);
@@ -125,11 +129,13 @@ pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> Bench
     let total_secs = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let store_bytes = parts.total_bytes();
+    let store_filter_bytes = filter_bytes(&parts)?;
     let mut bytes_over_time = samples;
     bytes_over_time.push((total_secs, store_bytes));
     parts.compact_range()?;
     let merged_secs = start.elapsed().as_secs_f64();
     let compacted_bytes = parts.total_bytes();
+    let compacted_filter_bytes = filter_bytes(&parts)?;
     drop(mm);
     Ok((
         LoadResult {
@@ -140,11 +146,32 @@ pub fn load(plan: &Plan, dir: &Path, threads: usize, partitions: usize) -> Bench
             total_secs,
             merged_secs,
             store_bytes,
+            store_filter_bytes,
             compacted_bytes,
+            compacted_filter_bytes,
             bytes_over_time,
         },
         parts,
     ))
+}
+
+/// Bytes of the bloom filters in the live SSTables of `parts` (read from each file's
+/// properties). The filters hold every (key, value) entry, for `contains`; a key's
+/// stream does not use them, and the peer keeps none, so the report also gives the
+/// store without them.
+pub fn filter_bytes(parts: &Partitions) -> BenchResult<u64> {
+    let fs = strata::fs::RealFs;
+    let mut total = 0;
+    for db in parts.dbs() {
+        for f in db.live_files() {
+            let path = db.path().join(format!("{:06}.sst", f.number));
+            let file = strata::fs::FileSystem::open(&fs, &path)?;
+            total += strata::sstable::SstReader::open(file, f.number, None)?
+                .properties()
+                .filter_size;
+        }
+    }
+    Ok(total)
 }
 
 /// The GET phase's results.

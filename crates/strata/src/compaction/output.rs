@@ -35,14 +35,18 @@ pub struct JobContext {
     /// Delete keys, tile sizes and secondary range deletes of the keyspaces that
     /// declare a delete key (filled in per job).
     pub deletes: super::tiles::DeleteJobs,
+    /// What the filters of each keyspace's tables hold, where not whole keys (filled in
+    /// per job, `Keyspace::set_filter_key`).
+    pub filter_keys: Arc<std::collections::BTreeMap<u32, crate::sstable::bloom::FilterKey>>,
 }
 
 impl JobContext {
     /// This context writing keyspace `ks`'s level `level`: with its delete tiles, if it
-    /// declares a delete key.
+    /// declares a delete key, and its kind of filter.
     pub fn for_output(&self, ks: u32, level: usize) -> JobContext {
         let mut c = self.clone();
         c.sst_opts.tiles = self.deletes.get(&ks).map(|d| d.tile_options(level));
+        c.sst_opts.filter_key = self.filter_keys.get(&ks).copied().unwrap_or_default();
         c
     }
 }

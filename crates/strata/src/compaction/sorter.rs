@@ -217,6 +217,7 @@ mod tests {
             target_file_size: 1 << 20,
             clock: Arc::new(SystemClock),
             deletes: Default::default(),
+            filter_keys: Default::default(),
         }
     }
 

@@ -519,7 +519,8 @@ impl DbInner {
     }
 
     /// The job context with the delete keys, tile sizes and secondary range deletes of
-    /// every keyspace that declares a delete key, as of `sv`.
+    /// every keyspace that declares a delete key, and the keyspaces' kinds of filter, as
+    /// of `sv`.
     pub(crate) fn job_ctx_for(&self, sv: &SuperVersion) -> Result<JobContext> {
         let mut jobs = BTreeMap::new();
         // Records are taken from a super version captured after `visible` was read: a
@@ -552,6 +553,7 @@ impl DbInner {
         }
         let mut ctx = self.job_ctx.clone();
         ctx.deletes = Arc::new(jobs);
+        ctx.filter_keys = Arc::new(super::filter_key::all(&sv.version.meta)?);
         Ok(ctx)
     }
 }

@@ -153,6 +153,43 @@ impl Keyspace {
             .any(|m| !m.delete_wheres(self.id).is_empty())
     }
 
+    /// Sets what the bloom filters of this keyspace's tables hold of each key, for the
+    /// tables flushes and compactions write from now on (those on disk keep theirs and
+    /// are read as they are; no answer changes, only what a filter can rule out).
+    /// [`FilterKey::KeyPrefix`] suits a multimap's keyspace: one filter entry per key
+    /// instead of one per (key, value), so its filters shrink to a fraction while
+    /// `contains` is still filtered by key. Persisted; a dropped keyspace's setting
+    /// goes with it.
+    ///
+    /// ```
+    /// use strata::sstable::FilterKey;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    /// let ks = db.create_keyspace("by_author").unwrap();
+    /// assert_eq!(ks.filter_key().unwrap(), FilterKey::Whole);
+    /// ks.set_filter_key(FilterKey::KeyPrefix).unwrap();
+    /// assert_eq!(ks.filter_key().unwrap(), FilterKey::KeyPrefix);
+    /// ```
+    ///
+    /// [`FilterKey::KeyPrefix`]: crate::sstable::FilterKey::KeyPrefix
+    pub fn set_filter_key(&self, key: crate::sstable::FilterKey) -> Result<()> {
+        self.inner.check_writable()?;
+        if self.inner.current().version.keyspace(self.id).is_none() {
+            return Err(crate::Error::NotFound(format!("keyspace {:?} (dropped)", self.name)));
+        }
+        if self.filter_key()? == key {
+            return Ok(());
+        }
+        self.inner
+            .set_meta(vec![(super::filter_key::name(self.id), super::filter_key::encode(key))])
+    }
+
+    /// What the filters of the tables this keyspace writes hold
+    /// ([`Keyspace::set_filter_key`]).
+    pub fn filter_key(&self) -> Result<crate::sstable::FilterKey> {
+        super::filter_key::of(&self.inner.current().version.meta, self.id)
+    }
+
     /// The delete key and tile size declared by [`Keyspace::set_delete_key`].
     pub fn delete_config(&self) -> Result<Option<crate::delete_key::DeleteConfig>> {
         crate::delete_key::config_of(&self.inner.current().version.meta, self.id)

@@ -13,6 +13,7 @@
 mod background;
 mod extension;
 mod files;
+mod filter_key;
 mod ingest;
 mod key_batch;
 mod keyspace;
@@ -590,10 +591,15 @@ impl DbInner {
             ids.push(id);
         }
         edit.meta = meta(&ids)?;
-        // A dropped keyspace's delete key and secondary range deletes go with it.
+        // A dropped keyspace's delete key, secondary range deletes and filter setting go
+        // with it.
         for id in dropped {
             edit.meta
                 .extend(crate::delete_key::meta_names_of(&cur.meta, *id).map(|n| (n, None)));
+            let filter = filter_key::name(*id);
+            if cur.meta.contains_key(&filter) {
+                edit.meta.push((filter, None));
+            }
         }
         if pause_created {
             bg.paused.extend(ids.iter().copied());

@@ -154,6 +154,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         target_file_size: opts.target_file_size,
         clock: opts.clock.clone(),
         deletes: Default::default(),
+        filter_keys: Default::default(),
     };
 
     if let Some(m) = &manifest {

@@ -74,6 +74,31 @@ impl MultiMap {
         }
     }
 
+    /// Makes the bloom filters of the tables this multimap's keyspaces write from now on
+    /// hold keys, not (key, value) entries ([`Keyspace::set_filter_key`] with
+    /// [`FilterKey::KeyPrefix`]): one filter entry per key, so the filters shrink to a
+    /// fraction (a key's stream never asks a whole-entry filter), while `contains` of an
+    /// absent key is still filtered. Persisted; a no-op once set.
+    ///
+    /// ```
+    /// # use strata::multimap::MultiMap;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    /// let mm = MultiMap::new(db.create_keyspace("by_author").unwrap());
+    /// mm.filter_by_key().unwrap();
+    /// mm.put(b"alice", b"c1").unwrap();
+    /// db.flush().unwrap();
+    /// assert!(mm.contains(b"alice", b"c1").unwrap());
+    /// assert!(!mm.contains(b"bob", b"c1").unwrap());
+    /// ```
+    ///
+    /// [`FilterKey::KeyPrefix`]: crate::sstable::FilterKey::KeyPrefix
+    pub fn filter_by_key(&self) -> Result<()> {
+        self.parts
+            .iter()
+            .try_for_each(|p| p.set_filter_key(crate::sstable::FilterKey::KeyPrefix))
+    }
+
     /// Number of partitions (1 when unpartitioned).
     pub fn partition_count(&self) -> usize {
         self.parts.len()

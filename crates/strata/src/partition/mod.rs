@@ -260,14 +260,49 @@ impl Partitions {
         }
     }
 
-    /// Flushes every partition's memtable.
+    /// Flushes every partition's memtable, the partitions in parallel.
     pub fn flush(&self) -> Result<()> {
-        self.dbs.iter().try_for_each(Db::flush)
+        self.each_in_parallel(Db::flush)
     }
 
-    /// Compacts every partition fully.
+    /// Compacts every partition fully, the partitions in parallel: a manual compaction
+    /// merges in the calling thread, so one partition after another would use one core.
     pub fn compact_range(&self) -> Result<()> {
-        self.dbs.iter().try_for_each(Db::compact_range)
+        self.each_in_parallel(Db::compact_range)
+    }
+
+    /// Runs `f` on every partition, on as many threads as there are cores (at most one
+    /// per partition), and returns the first error after every call has returned.
+    fn each_in_parallel(&self, f: impl Fn(&Db) -> Result<()> + Sync) -> Result<()> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = cores.min(self.dbs.len());
+        if threads <= 1 {
+            return self.dbs.iter().try_for_each(f);
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<Result<()>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut first = Ok(());
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(db) = self.dbs.get(i) else { break first };
+                            let r = f(db);
+                            if first.is_ok() {
+                                first = r;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                // A panic in `f` is a bug: it goes on in this thread.
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        results.into_iter().collect()
     }
 
     /// Waits until no partition has a flush or compaction pending.
@@ -418,6 +453,43 @@ mod tests {
             let e = Partitions::open(&target, n, Options::default()).expect_err("refused");
             assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
             assert!(!target.exists());
+        }
+    }
+
+    #[test]
+    fn flush_and_compact_range_reach_every_partition() {
+        // More partitions than this machine's cores, so workers take several each.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = Partitions::open(dir.path(), 5, Options::default()).expect("open");
+        let ks = p.keyspace("k").expect("ks");
+        for round in 0..3u32 {
+            for i in 0..500u32 {
+                ks.put(&i.to_be_bytes(), &round.to_be_bytes()).expect("put");
+            }
+            p.flush().expect("flush");
+        }
+        let runs = |p: &Partitions| -> Vec<usize> {
+            p.dbs()
+                .iter()
+                .map(|db| {
+                    db.stats()
+                        .keyspaces
+                        .iter()
+                        .flat_map(|k| &k.levels)
+                        .map(|l| l.runs)
+                        .sum()
+                })
+                .collect()
+        };
+        // Three flushes each: at least one run per partition before, exactly one after.
+        assert!(runs(&p).iter().all(|&r| r >= 1), "{:?}", runs(&p));
+        p.compact_range().expect("compact");
+        assert_eq!(runs(&p), vec![1; 5]);
+        for i in 0..500u32 {
+            assert_eq!(
+                ks.get(&i.to_be_bytes()).expect("get"),
+                Some(2u32.to_be_bytes().to_vec())
+            );
         }
     }
 

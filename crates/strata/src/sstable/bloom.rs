@@ -14,6 +14,8 @@
 //! exactly and picks the smallest bits-per-key (and best `k`) reaching the target.
 //!
 //! Encoding: `lines × 64 bytes (8 × u64 LE each) ++ num_lines: u32 LE ++ k: u8 ++ version: u8`.
+//! The version also says what the filter holds of each user key ([`FilterKey`]):
+//! 1 the whole key, 2 its key prefix.
 
 use std::sync::Mutex;
 
@@ -22,7 +24,49 @@ use crate::codec::{DecodeError, Decoder, put_u32, put_u64};
 const LINE_BITS: u32 = 512;
 const MAX_PROBES: u32 = 24;
 const MAX_BITS_PER_KEY: f64 = 100.0;
+/// The version byte of a filter over whole user keys (the hash is part of the format).
 const HASH_VERSION: u8 = 1;
+/// The version byte of a filter over key prefixes ([`FilterKey::KeyPrefix`]).
+const PREFIX_VERSION: u8 = 2;
+
+/// What a filter holds of each user key. A file's filter says which in its version
+/// byte, so a reader never needs to be told, and files of either kind may sit side by
+/// side in one keyspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FilterKey {
+    /// The whole user key: a point lookup of an absent key is filtered.
+    #[default]
+    Whole,
+    /// The prefix of the user key through its first `00 01` byte pair (the whole key
+    /// if it has none): the key part of a multimap entry (`multimap::encoding`). One
+    /// filter entry stands for all of a key's values, so the filter is as small as the
+    /// number of keys; a lookup of one (key, value) is filtered by its key.
+    KeyPrefix,
+}
+
+impl FilterKey {
+    /// The bytes of `user_key` this kind of filter holds.
+    #[inline]
+    pub fn of(self, user_key: &[u8]) -> &[u8] {
+        match self {
+            FilterKey::Whole => user_key,
+            FilterKey::KeyPrefix => {
+                let end = user_key
+                    .windows(2)
+                    .position(|w| w == [0, 1])
+                    .map_or(user_key.len(), |i| i + 2);
+                user_key.get(..end).unwrap_or(user_key)
+            }
+        }
+    }
+
+    fn version(self) -> u8 {
+        match self {
+            FilterKey::Whole => HASH_VERSION,
+            FilterKey::KeyPrefix => PREFIX_VERSION,
+        }
+    }
+}
 const SEED: u64 = 0x5354_5241_5441_424c;
 
 /// MurmurHash64A of `data` with Strata's fixed seed.
@@ -155,21 +199,30 @@ impl BloomPolicy {
 #[derive(Debug)]
 pub struct BloomBuilder {
     policy: BloomPolicy,
+    key: FilterKey,
     hashes: Vec<u64>,
 }
 
 impl BloomBuilder {
     /// An empty builder.
     pub fn new(policy: BloomPolicy) -> Self {
+        Self::with_key(policy, FilterKey::Whole)
+    }
+
+    /// An empty builder of a filter holding `key` of each user key.
+    pub fn with_key(policy: BloomPolicy, key: FilterKey) -> Self {
         BloomBuilder {
             policy,
+            key,
             hashes: Vec::new(),
         }
     }
 
-    /// Adds a user key. Adding the same key twice in a row counts it once.
+    /// Adds a user key. Adding the same key (or, for a prefix filter, a key with the
+    /// same prefix) twice in a row counts it once, so sorted input costs one entry per
+    /// distinct filter key.
     pub fn add_key(&mut self, user_key: &[u8]) {
-        let h = hash64(user_key);
+        let h = hash64(self.key.of(user_key));
         if self.hashes.last() != Some(&h) {
             self.hashes.push(h);
         }
@@ -190,6 +243,7 @@ impl BloomBuilder {
         let mut f = BloomFilter {
             lines: vec![Line([0; 8]); self.policy.lines_for(self.hashes.len()) as usize],
             probes: self.policy.probes,
+            key: self.key,
         };
         for h in self.hashes {
             f.set(h);
@@ -208,6 +262,7 @@ struct Line([u64; 8]);
 pub struct BloomFilter {
     lines: Vec<Line>,
     probes: u32,
+    key: FilterKey,
 }
 
 impl BloomFilter {
@@ -231,10 +286,15 @@ impl BloomFilter {
 
     /// False only if `user_key` was certainly not added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (line, mut bits) = self.probes_of(hash64(user_key));
+        let (line, mut bits) = self.probes_of(hash64(self.key.of(user_key)));
         self.lines
             .get(line)
             .is_none_or(|l| bits.all(|b| l.0[(b / 64) as usize] & (1 << (b % 64)) != 0))
+    }
+
+    /// What the filter holds of each user key.
+    pub fn key(&self) -> FilterKey {
+        self.key
     }
 
     /// Number of 64-byte lines.
@@ -260,7 +320,7 @@ impl BloomFilter {
         }
         put_u32(&mut out, self.lines.len() as u32);
         out.push(self.probes as u8);
-        out.push(HASH_VERSION);
+        out.push(self.key.version());
         out
     }
 
@@ -273,9 +333,11 @@ impl BloomFilter {
         let mut meta = Decoder::new(&bytes[meta_at..]);
         let lines = meta.u32()? as usize;
         let probes = u32::from(meta.u8()?);
-        if meta.u8()? != HASH_VERSION {
-            return err(meta_at + 5, "unknown bloom filter version");
-        }
+        let key = match meta.u8()? {
+            HASH_VERSION => FilterKey::Whole,
+            PREFIX_VERSION => FilterKey::KeyPrefix,
+            _ => return err(meta_at + 5, "unknown bloom filter version"),
+        };
         if probes == 0 || probes > MAX_PROBES {
             return err(meta_at + 4, "bloom probe count out of range");
         }
@@ -291,7 +353,11 @@ impl BloomFilter {
             }
             out.push(l);
         }
-        Ok(BloomFilter { lines: out, probes })
+        Ok(BloomFilter {
+            lines: out,
+            probes,
+            key,
+        })
     }
 }
 
@@ -316,6 +382,47 @@ mod tests {
             .filter(|i| f.may_contain(format!("other{i:08}").as_bytes()))
             .count();
         (fp as f64 / f64::from(probes), f.num_bits() as f64 / n as f64)
+    }
+
+    /// `key ++ 00 01 ++ value`, as a multimap writes its entries.
+    fn entry(key: u32, value: u32) -> Vec<u8> {
+        [format!("k{key}").as_bytes(), &[0, 1], &value.to_be_bytes()].concat()
+    }
+
+    #[test]
+    fn a_prefix_filter_holds_one_entry_per_key_and_answers_for_its_values() {
+        let policy = BloomPolicy::from_fpr(0.01).expect("policy");
+        let mut b = BloomBuilder::with_key(policy, FilterKey::KeyPrefix);
+        for k in 0..1000 {
+            for v in 0..20 {
+                b.add_key(&entry(k, v));
+            }
+        }
+        assert_eq!(b.num_keys(), 1000, "one filter entry per key, not per value");
+        let f = BloomFilter::decode(&b.finish().encode()).expect("decode");
+        assert_eq!(f.key(), FilterKey::KeyPrefix);
+        for k in 0..1000 {
+            // Any value of a present key passes, stored or not.
+            assert!(f.may_contain(&entry(k, 0)));
+            assert!(f.may_contain(&entry(k, 999)));
+        }
+        let fp = (1000..21_000).filter(|&k| f.may_contain(&entry(k, 0))).count();
+        assert!(fp < 400, "{fp} false positives in 20,000 absent keys");
+        // A whole-key filter of the same entries rules out an absent value.
+        let mut b = BloomBuilder::new(policy);
+        b.add_key(&entry(1, 1));
+        let f = BloomFilter::decode(&b.finish().encode()).expect("decode");
+        assert_eq!(f.key(), FilterKey::Whole);
+        assert!(f.may_contain(&entry(1, 1)));
+        assert!(!f.may_contain(&entry(1, 2)));
+    }
+
+    #[test]
+    fn key_prefix_ends_at_the_first_terminator() {
+        assert_eq!(FilterKey::KeyPrefix.of(b"ab\x00\x01cd\x00\x01"), b"ab\x00\x01");
+        assert_eq!(FilterKey::KeyPrefix.of(b"a\x00\xffb"), b"a\x00\xffb");
+        assert_eq!(FilterKey::KeyPrefix.of(b""), b"");
+        assert_eq!(FilterKey::Whole.of(b"ab\x00\x01cd"), b"ab\x00\x01cd");
     }
 
     #[test]

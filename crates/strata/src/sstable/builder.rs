@@ -34,6 +34,8 @@ pub struct SstOptions {
     pub restart_interval: usize,
     /// Target bloom false-positive rate; 0 or >= 1 writes no filter.
     pub bloom_fpr: f64,
+    /// What the table's filter holds of each key (tiles' page filters hold whole keys).
+    pub filter_key: super::bloom::FilterKey,
     /// Compression of data blocks (meta blocks are never compressed).
     pub compression: Compression,
     /// Creation time recorded in the properties (caller's clock).
@@ -58,6 +60,7 @@ impl Default for SstOptions {
             block_size: 8192,
             restart_interval: DEFAULT_RESTART_INTERVAL,
             bloom_fpr: 0.01,
+            filter_key: super::bloom::FilterKey::Whole,
             compression: Compression::None,
             created_at: 0,
             tiles: None,
@@ -109,7 +112,7 @@ impl SstWriter {
             // Tiled tables filter per page (see `flush_tile`).
             bloom: BloomPolicy::from_fpr(opts.bloom_fpr)
                 .filter(|_| opts.tiles.is_none())
-                .map(BloomBuilder::new),
+                .map(|p| BloomBuilder::with_key(p, opts.filter_key)),
             last_key: Vec::new(),
             props: Properties {
                 created_at: opts.created_at,

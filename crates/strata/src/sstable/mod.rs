@@ -60,6 +60,7 @@ mod tests;
 pub mod tile;
 
 pub use block::{Block, BlockIter, Walked};
+pub use bloom::FilterKey;
 pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use cache::{BlockCache, SstCache};
 pub use dump::dump;

@@ -176,6 +176,7 @@ impl TableWriter {
             target_file_size: u64::MAX,
             clock: Arc::new(crate::options::SystemClock),
             deletes: Default::default(),
+            filter_keys: Default::default(),
         };
         let share = opts.sort_memory / schema.indexes.len().max(1);
         let sorters = schema
