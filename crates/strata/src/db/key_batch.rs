@@ -82,20 +82,32 @@ impl KeyBatch {
             self.grow(at + n + SLACK);
         }
         let dst = &mut self.bytes[at..];
-        // Short keys (multimap values) as two overlapping chunks: a few moves, where a
-        // copy of a length known only at run time would call `memcpy`.
-        match (n, key.first_chunk::<8>(), key.last_chunk::<8>()) {
-            (8..=16, Some(head), Some(tail)) => {
-                dst[..8].copy_from_slice(head);
-                dst[n - 8..n].copy_from_slice(tail);
+        // Short keys (multimap values) as two overlapping chunks merged into one word
+        // and stored whole (the slack past `used` takes the excess): a few moves, where
+        // a copy of a length known only at run time calls `memcpy` (separate chunk
+        // copies per length were merged back into one such call by the compiler).
+        match (
+            n,
+            key.first_chunk::<8>(),
+            key.last_chunk::<8>(),
+            dst.first_chunk_mut::<16>(),
+        ) {
+            (8..=16, Some(head), Some(tail), Some(out)) => {
+                let word =
+                    u128::from(u64::from_le_bytes(*head)) | u128::from(u64::from_le_bytes(*tail)) << (8 * (n - 8));
+                *out = word.to_le_bytes();
             }
-            _ => match (n, key.first_chunk::<4>(), key.last_chunk::<4>()) {
-                (4..=7, Some(head), Some(tail)) => {
-                    dst[..4].copy_from_slice(head);
-                    dst[n - 4..n].copy_from_slice(tail);
+            (4..=7, _, _, Some(out)) => match (key.first_chunk::<4>(), key.last_chunk::<4>()) {
+                (Some(head), Some(tail)) => {
+                    let word =
+                        u64::from(u32::from_le_bytes(*head)) | u64::from(u32::from_le_bytes(*tail)) << (8 * (n - 4));
+                    if let Some(out8) = out.first_chunk_mut::<8>() {
+                        *out8 = word.to_le_bytes();
+                    }
                 }
                 _ => dst[..n].copy_from_slice(key),
             },
+            _ => dst[..n].copy_from_slice(key),
         }
         self.used = at + n;
         self.bounds.push(self.used);

@@ -250,6 +250,39 @@ struct PlainKeys<'a> {
     upper_lcp: &'a mut usize,
 }
 
+/// What `DirIter::walk_plain` hands each live entry to: `take(user_key, seq, value)`,
+/// false to stop. A trait rather than a closure so the fill of a key batch is inlined
+/// into the block walk (a closure there stayed a call per entry).
+trait PlainSink {
+    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool;
+}
+
+impl<F: FnMut(&[u8], SeqNo, &[u8]) -> bool> PlainSink for F {
+    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool {
+        self(user_key, seq, value)
+    }
+}
+
+/// `DirIter::fill` on the one-run path: each key, its first `cut` bytes cut off, into
+/// `out` until it is full or the key meets `other` (the other end's last key).
+struct FillSink<'a, 'b> {
+    cut: usize,
+    out: &'a mut KeyBatch,
+    other: Option<&'b [u8]>,
+    met: bool,
+}
+
+impl PlainSink for FillSink<'_, '_> {
+    #[inline(always)]
+    fn take(&mut self, k: &[u8], _: SeqNo, _: &[u8]) -> bool {
+        self.met = self.other.is_some_and(|o| k >= o);
+        if !self.met {
+            self.out.push(k.get(self.cut..).unwrap_or_default());
+        }
+        !(self.met || self.out.is_full())
+    }
+}
+
 /// Length of the common prefix of `a` and `b`.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -438,7 +471,7 @@ impl DirIter {
     /// `want_value`.
     fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
         let mut got = None;
-        self.walk_plain(|_, seq, v| {
+        self.walk_plain(&mut |_: &[u8], seq: SeqNo, v: &[u8]| {
             got = Some((seq, want_value.then(|| v.to_vec())));
             false
         })?;
@@ -447,15 +480,14 @@ impl DirIter {
 
     /// `fill` on the one-run path.
     fn fill_plain(&mut self, cut: usize, out: &mut KeyBatch, other: Option<&[u8]>) -> Result<bool> {
-        let mut met = false;
-        let over = self.walk_plain(|k, _, _| {
-            met = other.is_some_and(|o| k >= o);
-            if !met {
-                out.push(k.get(cut..).unwrap_or_default());
-            }
-            !(met || out.is_full())
-        })?;
-        Ok(over || met)
+        let mut sink = FillSink {
+            cut,
+            out,
+            other,
+            met: false,
+        };
+        let over = self.walk_plain(&mut sink)?;
+        Ok(over || sink.met)
     }
 
     /// The one-run path: a user key's entries are its versions newest first, all
@@ -465,7 +497,7 @@ impl DirIter {
     /// true when the cursor is over. A data block's entries are judged in one loop on
     /// the block's own cursor (`BlockIter::walk`), without the run and table layers
     /// between.
-    fn walk_plain(&mut self, mut take: impl FnMut(&[u8], SeqNo, &[u8]) -> bool) -> Result<bool> {
+    fn walk_plain(&mut self, sink: &mut impl PlainSink) -> Result<bool> {
         if !self.begin()? {
             return Ok(true);
         }
@@ -502,7 +534,7 @@ impl DirIter {
                             over = true;
                             return false;
                         }
-                        Plain::Take(seq) => take(crate::key::user_key(w.key), seq, w.value),
+                        Plain::Take(seq) => sink.take(crate::key::user_key(w.key), seq, w.value),
                     };
                     // Where the walk stops, the next judges by `key_buf`.
                     if (w.last || !go_on) && *keys.has_key {
@@ -534,7 +566,7 @@ impl DirIter {
                 }
                 Plain::Take(seq) => {
                     keys.remember(run.key());
-                    take(keys.key_buf.as_slice(), seq, run.value())
+                    sink.take(keys.key_buf.as_slice(), seq, run.value())
                 }
             };
             run.next()?;

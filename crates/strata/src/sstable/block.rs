@@ -480,7 +480,7 @@ fn decode_into<const SAME: bool>(
             Some(n) => key.get(e.shared) == delta.first() && key.get(e.shared..e.shared + n) == delta.get(..n),
         };
     key.truncate(e.shared);
-    match data.get(e.delta.start..e.delta.start + SHORT_DELTA) {
+    match data.get(e.delta.start..).and_then(<[u8]>::first_chunk::<SHORT_DELTA>) {
         // A short delta (a multimap value, a counter's last bytes) is copied as a
         // fixed-size chunk, which compiles to a few moves rather than a `memcpy` call,
         // and the excess cut off.
