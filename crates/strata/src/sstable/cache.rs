@@ -15,6 +15,7 @@ use quick_cache::sync::Cache;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
+use crate::sstable::patch::{PatchReader, patch_file_name};
 use crate::sstable::{Block, SstReader, sst_file_name};
 
 /// Charges each block its memory footprint.
@@ -150,6 +151,8 @@ pub struct SstCache {
     block_cache: Option<Arc<BlockCache>>,
     /// `None` when `max_open` is 0: every `get` opens the file afresh.
     tables: Option<Cache<u64, Arc<SstReader>>>,
+    /// Open patch files ([`crate::sstable::patch`]), until evicted with their table.
+    patches: parking_lot::Mutex<std::collections::HashMap<u64, Arc<PatchReader>>>,
 }
 
 impl std::fmt::Debug for SstCache {
@@ -169,7 +172,24 @@ impl SstCache {
             dir,
             block_cache,
             tables: (max_open > 0).then(|| Cache::new(max_open)),
+            patches: parking_lot::Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// The open patch file `number`, opening it on a miss.
+    pub fn patch(&self, number: u64) -> Result<Arc<PatchReader>> {
+        if let Some(p) = self.patches.lock().get(&number) {
+            return Ok(p.clone());
+        }
+        let file = self.fs.open(&self.dir.join(patch_file_name(number)))?;
+        let p = Arc::new(PatchReader::new(file, number, self.block_cache.clone()));
+        self.patches.lock().insert(number, p.clone());
+        Ok(p)
+    }
+
+    /// Forgets patch file `number` (before its file is deleted).
+    pub fn evict_patch(&self, number: u64) {
+        self.patches.lock().remove(&number);
     }
 
     fn open(&self, number: u64, global_seq: Option<SeqNo>) -> Result<Arc<SstReader>> {
