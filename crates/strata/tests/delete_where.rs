@@ -7,48 +7,11 @@
 
 mod delete_key_harness;
 
-use delete_key_harness::{dk_of, key, value};
-use std::collections::BTreeMap;
+use delete_key_harness::{Model, check_reads as check, dk_of, key, opts, scan_all, scan_back, value};
 
 use proptest::prelude::*;
 use strata::delete_key::{DeleteKey, TileChoice};
 use strata::{Db, Error, Keyspace, Options};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn opts() -> Options {
-    Options {
-        memtable_budget: 64 << 10,
-        target_file_size: 64 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        size_ratio: 4.0,
-        runs_per_level: 1,
-        ..Options::default()
-    }
-}
-
-fn scan_all(ks: &Keyspace) -> Model {
-    ks.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item")
-}
-
-fn check(ks: &Keyspace, model: &Model, when: &str) {
-    assert_eq!(scan_all(ks), *model, "forward scan {when}");
-    let back: Vec<_> = ks
-        .scan(..)
-        .expect("scan")
-        .rev()
-        .collect::<Result<_, _>>()
-        .expect("rev item");
-    assert_eq!(
-        back,
-        model.clone().into_iter().rev().collect::<Vec<_>>(),
-        "reverse scan {when}"
-    );
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(ks.get(k).expect("get").as_ref(), Some(v), "get {when}");
-    }
-}
 
 fn delete_where(ks: &Keyspace, model: &mut Model, lo: u32, hi: u32) {
     ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())
@@ -295,13 +258,7 @@ fn run_model(ops: Vec<Op>, h: TileChoice) -> Result<u64, TestCaseError> {
     for k in 0..360 {
         prop_assert_eq!(ks.get(&key(k)).expect("get"), model.get(&key(k)).cloned());
     }
-    let back: Vec<_> = ks
-        .scan(..)
-        .expect("scan")
-        .rev()
-        .collect::<Result<_, _>>()
-        .expect("item");
-    prop_assert_eq!(back, model.clone().into_iter().rev().collect::<Vec<_>>());
+    prop_assert_eq!(scan_back(&ks), model.clone().into_iter().rev().collect::<Vec<_>>());
     snaps.clear();
     db.wait_for_background().expect("settle");
     patched += db.stats().delete_pages_patched;

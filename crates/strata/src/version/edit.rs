@@ -596,6 +596,11 @@ pub(crate) mod tests {
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Ok(e));
 
+        // The fuzz target's seed with a page map decodes to one.
+        let seed = VersionEdit::decode(include_bytes!("../../fuzz/corpus/manifest_edit/seed-patched")).expect("seed");
+        let pages = &seed.new_files[0].meta.pages;
+        assert_eq!((pages.dropped.len(), pages.patched.len()), (1, 2));
+
         // Every truncation of a valid edit fails or decodes without panicking; strict
         // prefixes that cut a field must fail.
         for n in 0..good.len() {
