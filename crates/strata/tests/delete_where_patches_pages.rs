@@ -162,3 +162,30 @@ fn a_damaged_patch_file_is_reported_with_file_and_offset() {
     let r = db.check(CheckOptions { compact_first: false }).expect("check runs");
     assert!(!r.ok() && r.to_string().contains(".patch"), "{r}");
 }
+
+#[test]
+fn an_open_deletes_patch_files_no_table_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, ks, mut model) = loaded(dir.path());
+    ks.delete_where(&100u32.to_be_bytes(), &180u32.to_be_bytes())
+        .expect("delete_where");
+    model.retain(|_, v| !(100..180).contains(&dk_of(v)));
+    db.wait_for_background().expect("background");
+    let named: Vec<u64> = db
+        .live_files()
+        .iter()
+        .flat_map(|f| f.patched_pages.iter().map(|p| p.file))
+        .collect();
+    assert!(!named.is_empty());
+    db.close().expect("close");
+    // What a patch job that crashed before its manifest edit leaves behind.
+    let orphan = dir.path().join(strata::sstable::patch::patch_file_name(999_999));
+    std::fs::write(&orphan, b"half a patch").expect("write orphan");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    assert!(!orphan.exists(), "the orphan patch file was not deleted");
+    for n in named {
+        assert!(dir.path().join(strata::sstable::patch::patch_file_name(n)).exists());
+    }
+    assert_eq!(scan_all(&db.keyspace("orders").expect("ks")), model);
+    check(&db);
+}
