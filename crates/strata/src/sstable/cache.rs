@@ -144,15 +144,17 @@ impl BlockCache {
     }
 }
 
-/// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand.
+/// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand, and up
+/// to a quarter as many page patch files (`dir/<number:06>.patch`).
 pub struct SstCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
     /// `None` when `max_open` is 0: every `get` opens the file afresh.
     tables: Option<Cache<u64, Arc<SstReader>>>,
-    /// Open patch files ([`crate::sstable::patch`]), until evicted with their table.
-    patches: parking_lot::Mutex<std::collections::HashMap<u64, Arc<PatchReader>>>,
+    /// Open patch files ([`crate::sstable::patch`]), at most a quarter of `max_open`
+    /// (each holds a file descriptor); `None` when `max_open` is 0.
+    patches: Option<Cache<u64, Arc<PatchReader>>>,
 }
 
 impl std::fmt::Debug for SstCache {
@@ -172,24 +174,27 @@ impl SstCache {
             dir,
             block_cache,
             tables: (max_open > 0).then(|| Cache::new(max_open)),
-            patches: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            patches: (max_open > 0).then(|| Cache::new((max_open / 4).max(1))),
         }
     }
 
     /// The open patch file `number`, opening it on a miss.
     pub fn patch(&self, number: u64) -> Result<Arc<PatchReader>> {
-        if let Some(p) = self.patches.lock().get(&number) {
-            return Ok(p.clone());
+        let open = || -> Result<Arc<PatchReader>> {
+            let file = self.fs.open(&self.dir.join(patch_file_name(number)))?;
+            Ok(Arc::new(PatchReader::new(file, number, self.block_cache.clone())))
+        };
+        match &self.patches {
+            Some(c) => c.get_or_insert_with(&number, open),
+            None => open(),
         }
-        let file = self.fs.open(&self.dir.join(patch_file_name(number)))?;
-        let p = Arc::new(PatchReader::new(file, number, self.block_cache.clone()));
-        self.patches.lock().insert(number, p.clone());
-        Ok(p)
     }
 
     /// Forgets patch file `number` (before its file is deleted).
     pub fn evict_patch(&self, number: u64) {
-        self.patches.lock().remove(&number);
+        if let Some(c) = &self.patches {
+            c.remove(&number);
+        }
     }
 
     fn open(&self, number: u64, global_seq: Option<SeqNo>) -> Result<Arc<SstReader>> {
