@@ -363,36 +363,31 @@ fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSyste
             )));
         }
     }
+    // Named as the damaged file: most often it was deleted or lost; the reason names
+    // the manifest in case that is older than the directory.
+    let missing = |name: &str, what: &str| {
+        Error::corruption(
+            dir.join(name),
+            0,
+            format!(
+                "{} (valid to offset {}) lists this {what} but it is missing; nothing was changed",
+                m.path.display(),
+                m.valid_len
+            ),
+        )
+    };
     let version = vs.current();
     for n in version.live_patch_files() {
         let name = crate::sstable::patch::patch_file_name(n);
         if !present.contains(&name) {
-            return Err(Error::corruption(
-                dir.join(&name),
-                0,
-                format!(
-                    "{} (valid to offset {}) names this patch file but it is missing; nothing was changed",
-                    m.path.display(),
-                    m.valid_len
-                ),
-            ));
+            return Err(missing(&name, "patch file"));
         }
     }
     for (_, tree) in version.keyspaces.iter() {
         for f in tree.files() {
             let name = crate::sstable::sst_file_name(f.meta.number);
             if !present.contains(&name) {
-                // Named as the damaged file: most often it was deleted or lost; the
-                // reason names the manifest in case that is older than the directory.
-                return Err(Error::corruption(
-                    dir.join(&name),
-                    0,
-                    format!(
-                        "{} (valid to offset {}) lists this SSTable but it is missing; nothing was changed",
-                        m.path.display(),
-                        m.valid_len
-                    ),
-                ));
+                return Err(missing(&name, "SSTable"));
             }
             let size = fs.open(&dir.join(&name))?.size();
             if size != f.meta.size {
