@@ -3,7 +3,8 @@
 //! the killed rows are gone from reads and from the files, far fewer bytes are written
 //! than a rewrite of the files, a snapshot taken before the delete holds the patch back
 //! and still reads the rows, reopening keeps the patches, `check` passes, and a
-//! damaged patch file is reported naming the file and the offset.
+//! damaged patch file is reported naming the file and the offset; an open deletes
+//! patch files no table names and refuses to open without one a table names.
 
 mod delete_key_harness;
 
@@ -183,9 +184,18 @@ fn an_open_deletes_patch_files_no_table_names() {
     std::fs::write(&orphan, b"half a patch").expect("write orphan");
     let db = Db::open(dir.path(), opts()).expect("reopen");
     assert!(!orphan.exists(), "the orphan patch file was not deleted");
-    for n in named {
+    for &n in &named {
         assert!(dir.path().join(strata::sstable::patch::patch_file_name(n)).exists());
     }
     assert_eq!(scan_all(&db.keyspace("orders").expect("ks")), model);
     check(&db);
+    db.close().expect("close");
+    // A named patch file that is gone: the open refuses, naming it, and changes nothing.
+    let lost = dir.path().join(strata::sstable::patch::patch_file_name(named[0]));
+    std::fs::remove_file(&lost).expect("remove");
+    match Db::open(dir.path(), opts()) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, lost),
+        Err(e) => panic!("not a corruption error: {e}"),
+        Ok(_) => panic!("opened without a patch file it names"),
+    }
 }
