@@ -1,6 +1,7 @@
 //! A secondary range delete on a tiled, leveled tree rewrites only the pages it covers
 //! in part, into patch files (`sstable::patch`, invariant PP of `compaction::patch`):
-//! the killed rows are gone from reads and from the files, far fewer bytes are written
+//! the killed rows are gone from every read (their bytes stay in the base files until
+//! those are compacted), far fewer bytes are written
 //! than a rewrite of the files, a snapshot taken before the delete holds the patch back
 //! and still reads the rows, reopening keeps the patches, `check` passes, and a
 //! damaged patch file is reported naming the file and the offset; an open deletes
