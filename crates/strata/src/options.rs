@@ -135,7 +135,8 @@ pub struct Options {
     pub compression: Compression,
     /// Block cache capacity in bytes (0 disables it).
     pub block_cache_bytes: usize,
-    /// Open SSTables kept in the table cache.
+    /// Open SSTables kept in the table cache (and up to a quarter as many page patch
+    /// files, `sstable::patch`).
     pub max_open_files: usize,
     /// Background flush/compaction threads.
     pub background_threads: usize,

@@ -7,48 +7,11 @@
 
 mod delete_key_harness;
 
-use delete_key_harness::{dk_of, key, value};
-use std::collections::BTreeMap;
+use delete_key_harness::{Model, check_reads as check, dk_of, key, opts, scan_all, scan_back, value};
 
 use proptest::prelude::*;
 use strata::delete_key::{DeleteKey, TileChoice};
 use strata::{Db, Error, Keyspace, Options};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn opts() -> Options {
-    Options {
-        memtable_budget: 64 << 10,
-        target_file_size: 64 << 10,
-        block_size: 512,
-        l0_compaction_trigger: 2,
-        size_ratio: 4.0,
-        runs_per_level: 1,
-        ..Options::default()
-    }
-}
-
-fn scan_all(ks: &Keyspace) -> Model {
-    ks.scan(..).expect("scan").collect::<Result<_, _>>().expect("scan item")
-}
-
-fn check(ks: &Keyspace, model: &Model, when: &str) {
-    assert_eq!(scan_all(ks), *model, "forward scan {when}");
-    let back: Vec<_> = ks
-        .scan(..)
-        .expect("scan")
-        .rev()
-        .collect::<Result<_, _>>()
-        .expect("rev item");
-    assert_eq!(
-        back,
-        model.clone().into_iter().rev().collect::<Vec<_>>(),
-        "reverse scan {when}"
-    );
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(ks.get(k).expect("get").as_ref(), Some(v), "get {when}");
-    }
-}
 
 fn delete_where(ks: &Keyspace, model: &mut Model, lo: u32, hi: u32) {
     ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())
@@ -203,11 +166,16 @@ fn bad_input_is_refused_and_changes_nothing() {
 #[derive(Debug, Clone)]
 enum Op {
     Put(u32, u32),
+    /// Puts keys `k..k + 60` with delete keys from `d` on.
+    Fill(u32, u32),
     Delete(u32),
     DeleteWhere(u32, u32),
     Flush,
     Compact,
+    /// Waits for the background, which patches the pages a delete covers in part.
+    Settle,
     Snapshot,
+    DropSnapshots,
     CheckSnapshots,
     Reopen,
 }
@@ -215,70 +183,120 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (0u32..300, 0u32..100).prop_map(|(k, d)| Op::Put(k, d)),
+        1 => (0u32..300, 0u32..100).prop_map(|(k, d)| Op::Fill(k, d)),
         2 => (0u32..300).prop_map(Op::Delete),
         2 => (0u32..100, 1u32..40).prop_map(|(lo, w)| Op::DeleteWhere(lo, lo + w)),
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
+        2 => Just(Op::Settle),
         1 => Just(Op::Snapshot),
+        1 => Just(Op::DropSnapshots),
         1 => Just(Op::CheckSnapshots),
         1 => Just(Op::Reopen),
     ]
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-
-    #[test]
-    fn delete_where_matches_a_model(
-        ops in proptest::collection::vec(op(), 1..120),
-        h in prop_oneof![Just(TileChoice::Fixed(1)), Just(TileChoice::Fixed(4)), Just(TileChoice::Fixed(16)), Just(TileChoice::Auto)],
-    ) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let small = Options { memtable_budget: 8 << 10, target_file_size: 8 << 10, block_size: 256, ..opts() };
-        let mut db = Db::open(dir.path(), small.clone()).expect("open");
-        let mut ks = db.create_keyspace("t").expect("create");
-        ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), h).expect("set");
-        let mut model = Model::new();
-        let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
-        for (n, op) in ops.into_iter().enumerate() {
-            match op {
-                Op::Put(k, d) => {
-                    ks.put(&key(k), &value(d, n as u32)).expect("put");
-                    model.insert(key(k), value(d, n as u32));
-                }
-                Op::Delete(k) => {
-                    ks.delete(&key(k)).expect("delete");
-                    model.remove(&key(k));
-                }
-                Op::DeleteWhere(lo, hi) => delete_where(&ks, &mut model, lo, hi),
-                Op::Flush => db.flush().expect("flush"),
-                Op::Compact => ks.compact_range(..).expect("compact"),
-                Op::Snapshot => snaps.push((db.snapshot(), model.clone())),
-                Op::CheckSnapshots => {
-                    for (s, m) in &snaps {
-                        let got: Model = s.scan(&ks, ..).expect("scan").collect::<Result<_, _>>().expect("item");
-                        prop_assert_eq!(&got, m);
-                        for k in m.keys().take(5) {
-                            prop_assert_eq!(s.get(&ks, k).expect("get"), m.get(k).cloned());
-                        }
-                    }
-                }
-                Op::Reopen => {
-                    snaps.clear();
-                    drop(ks);
-                    db.close().expect("close");
-                    db = Db::open(dir.path(), small.clone()).expect("reopen");
-                    ks = db.keyspace("t").expect("ks");
+/// Runs one case against the model; returns the pages patched (`Stats`, summed over
+/// the case's opens).
+fn run_model(ops: Vec<Op>, h: TileChoice) -> Result<u64, TestCaseError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = Options {
+        memtable_budget: 8 << 10,
+        target_file_size: 8 << 10,
+        block_size: 256,
+        ..opts()
+    };
+    let mut db = Db::open(dir.path(), small.clone()).expect("open");
+    let mut ks = db.create_keyspace("t").expect("create");
+    ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), h).expect("set");
+    let mut model = Model::new();
+    let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
+    let mut patched = 0;
+    for (n, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Put(k, d) => {
+                ks.put(&key(k), &value(d, n as u32)).expect("put");
+                model.insert(key(k), value(d, n as u32));
+            }
+            Op::Fill(k, d) => {
+                for i in k..k + 60 {
+                    let dk = (d + i * 37) % 100;
+                    ks.put(&key(i), &value(dk, n as u32)).expect("put");
+                    model.insert(key(i), value(dk, n as u32));
                 }
             }
-            prop_assert_eq!(&scan_all(&ks), &model);
+            Op::Delete(k) => {
+                ks.delete(&key(k)).expect("delete");
+                model.remove(&key(k));
+            }
+            Op::DeleteWhere(lo, hi) => delete_where(&ks, &mut model, lo, hi),
+            Op::Flush => db.flush().expect("flush"),
+            Op::Compact => ks.compact_range(..).expect("compact"),
+            Op::Settle => db.wait_for_background().expect("settle"),
+            Op::Snapshot => snaps.push((db.snapshot(), model.clone())),
+            Op::DropSnapshots => snaps.clear(),
+            Op::CheckSnapshots => {
+                for (s, m) in &snaps {
+                    let got: Model = s.scan(&ks, ..).expect("scan").collect::<Result<_, _>>().expect("item");
+                    prop_assert_eq!(&got, m);
+                    for k in m.keys().take(5) {
+                        prop_assert_eq!(s.get(&ks, k).expect("get"), m.get(k).cloned());
+                    }
+                }
+            }
+            Op::Reopen => {
+                snaps.clear();
+                drop(ks);
+                patched += db.stats().delete_pages_patched;
+                db.close().expect("close");
+                db = Db::open(dir.path(), small.clone()).expect("reopen");
+                ks = db.keyspace("t").expect("ks");
+            }
         }
-        for k in 0..300 {
-            prop_assert_eq!(ks.get(&key(k)).expect("get"), model.get(&key(k)).cloned());
-        }
-        snaps.clear();
-        ks.compact_range(..).expect("compact");
         prop_assert_eq!(&scan_all(&ks), &model);
-        prop_assert_eq!(db.stats().keyspace("t").expect("stats").entries(), model.len() as u64);
     }
+    for k in 0..360 {
+        prop_assert_eq!(ks.get(&key(k)).expect("get"), model.get(&key(k)).cloned());
+    }
+    prop_assert_eq!(scan_back(&ks), model.clone().into_iter().rev().collect::<Vec<_>>());
+    snaps.clear();
+    db.wait_for_background().expect("settle");
+    patched += db.stats().delete_pages_patched;
+    let r = db
+        .check(strata::table::check::CheckOptions { compact_first: false })
+        .expect("check runs");
+    prop_assert!(r.ok(), "check: {}", r);
+    ks.compact_range(..).expect("compact");
+    prop_assert_eq!(&scan_all(&ks), &model);
+    prop_assert_eq!(db.stats().keyspace("t").expect("stats").entries(), model.len() as u64);
+    Ok(patched)
+}
+
+/// The model test, at several tile sizes; the page patches it runs are counted, so the
+/// test fails if the patch path were never taken.
+#[test]
+fn delete_where_matches_a_model() {
+    let patched = std::sync::atomic::AtomicU64::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 32,
+        ..ProptestConfig::default()
+    });
+    let h = prop_oneof![
+        Just(TileChoice::Fixed(1)),
+        Just(TileChoice::Fixed(4)),
+        Just(TileChoice::Fixed(8)),
+        Just(TileChoice::Fixed(16)),
+        Just(TileChoice::Auto)
+    ];
+    let r = runner.run(&(proptest::collection::vec(op(), 1..120), h), |(ops, h)| {
+        let n = run_model(ops, h)?;
+        patched.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    });
+    if let Err(e) = r {
+        panic!("{e}");
+    }
+    let patched = patched.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("pages patched over the cases: {patched}");
+    assert!(patched > 0, "no case patched a page");
 }

@@ -17,8 +17,8 @@ use strata::delete_key::{DeleteKey, TileChoice};
 use strata::fs::{FileSystem, RealFs};
 use strata::iter::InternalIterator;
 use strata::key::{ValueKind, parse_internal_key};
-use strata::sstable::tile::PageSkip;
-use strata::sstable::{Fill, SstReader, sst_file_name};
+use strata::sstable::patch::PageMap;
+use strata::sstable::{Fill, SstCache, SstReader, sst_file_name};
 use strata::table::catalog::{index_keyspace_name, primary_keyspace_name};
 use strata::table::value::Value;
 use strata::{Db, Keyspace, Options};
@@ -27,15 +27,19 @@ use table_harness::{all_rows, check_ok, create_table, s, small_options, tempdir,
 /// One entry of a live file: user key, kind, value.
 type Entry = (Vec<u8>, ValueKind, Vec<u8>);
 
-/// Every entry of keyspace `name`'s live files, skipping the pages the version dropped.
+/// Every entry of keyspace `name`'s live files, read as the version's page maps say:
+/// dropped pages skipped, patched pages read from their patch files.
 fn file_entries(db: &Db, dir: &std::path::Path, name: &str) -> Vec<Entry> {
     let mut out = Vec::new();
+    let patches = Arc::new(SstCache::new(Arc::new(RealFs), dir.to_path_buf(), 0, None));
     for f in db.live_files().into_iter().filter(|f| f.keyspace_name == name) {
         let file = RealFs.open(&dir.join(sst_file_name(f.number))).expect("open sst");
         let t = Arc::new(SstReader::open(file, f.number, None).expect("read sst"));
-        let dropped = f.dropped_pages.clone();
-        let skip: PageSkip = Arc::new(move |p| dropped.binary_search(&p.handle.offset).is_ok());
-        let mut it = t.iter_skipping(Fill::Bypass, skip);
+        let map = PageMap {
+            dropped: f.dropped_pages.clone(),
+            patched: f.patched_pages.clone(),
+        };
+        let mut it = t.iter_paged(Fill::Bypass, None, Arc::new(map), patches.clone());
         it.seek_to_first().expect("seek");
         while it.valid() {
             let p = parse_internal_key(it.key()).expect("internal key");
@@ -124,6 +128,14 @@ fn a_keyspace_delete_leaves_no_killed_entry_on_disk() {
             s1.delete_rewrite_bytes_written > s0.delete_rewrite_bytes_written,
             "{name}: no file rewritten for pages covered in part: {s1}"
         );
+        if !tiered {
+            // A leveled last level's files are patched page by page (`db::patch`).
+            assert!(s1.delete_pages_patched > 0, "{name}: no page patched: {s1}");
+            assert!(
+                db.live_files().iter().any(|f| !f.patched_pages.is_empty()),
+                "{name}: no live file reads a patched page"
+            );
+        }
         // Every other row is intact, on disk and through reads.
         let newest: BTreeMap<Vec<u8>, Vec<u8>> = after
             .iter()

@@ -8,6 +8,7 @@ pub mod fade;
 pub mod job;
 pub mod obligations;
 pub mod output;
+pub mod patch;
 pub mod picker;
 pub mod rules;
 pub mod sorter;

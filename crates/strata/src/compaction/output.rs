@@ -195,7 +195,7 @@ impl OutputWriter {
                 },
                 raw_bytes: props.raw_key_bytes + props.raw_value_bytes,
                 global_seq: None,
-                dropped_pages: Vec::new(),
+                pages: Default::default(),
                 deletes_applied: 0,
             },
         });

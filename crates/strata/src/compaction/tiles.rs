@@ -34,7 +34,9 @@
 //! # Rewriting what a delete covers in part
 //!
 //! Invariant (KR): a file of a keyspace with a delete key whose
-//! `FileMeta::deletes_applied` is `a` holds no `Put` killed by a record at seqno `<= a`.
+//! `FileMeta::deletes_applied` is `a` holds no `Put` killed by a record at seqno `<= a`,
+//! and a page its page map patched with `applied` `p` holds none killed by a record at
+//! seqno `<= p` (`sstable::patch`).
 //! The flush or compaction that wrote it applied every record at or below its job's
 //! `applied_through` (the seqno visible when the job's context was taken: every record
 //! at or below it is in the manifest or a memtable of that context), and it claims less
@@ -46,7 +48,8 @@
 //!
 //! A file *still owes* a record `r` (rule [`owes`]) when `r.seq > deletes_applied`, the
 //! file has entries older than `r` (smallest seqno, or an ingested file's global seqno,
-//! below `r.seq`), and it is not tiled or one of its pages still read meets `r`'s range.
+//! below `r.seq`), and it is not tiled or one of its pages still read and not patched
+//! through `r` meets `r`'s range.
 //! The picker compacts such files (`picker::deletes::KilledPutsTrigger`) once every
 //! reader sees `r` (no snapshot below `r.seq`): in place at the last level, where the
 //! merge is bottommost and drops the killed `Put`s (and skips whole covered pages unread,
@@ -54,9 +57,12 @@
 //! claim `r` applied, so each file is rewritten once per record. It is an ordinary
 //! compaction: decided and installed against the same version under the background
 //! lock's busy set, installed by one manifest edit, and for tables with indexes it reads
-//! the rows it drops and emits their index deletes (deferred invariant 12). The unit is
-//! the file: a run's files may not overlap and files are immutable, so rewriting only
-//! the partly covered pages would need pages of one file served from another.
+//! the rows it drops and emits their index deletes (deferred invariant 12). Where the
+//! task rewrites one tiled last-level file of a keyspace without obligations and the
+//! pages still owing are at most half its live pages, a page patch rewrites those
+//! pages alone instead (invariant PP of `compaction::patch`, `db::patch`): a page
+//! patched by a job that applied `r` (`PagePatch::applied >= r.seq`) owes `r` no more,
+//! like a dropped page, so the rule below looks at the other pages only.
 //!
 //! # Forgetting satisfied records
 //!

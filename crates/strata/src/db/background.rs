@@ -283,6 +283,10 @@ fn open_outputs(inner: &DbInner, edit: &crate::version::VersionEdit) -> Result<(
 
 /// Runs a picked task and installs its result (with the deletes it emitted).
 fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
+    // A killed-puts rewrite of one tiled file may patch its pages instead (`db::patch`).
+    if inner.patch_pages(task)? {
+        return Ok(());
+    }
     let output_run = match task.output_run {
         Some(r) => r,
         None => inner.versions.lock().new_file_number(),
@@ -622,24 +626,24 @@ impl DbInner {
                 let Some(tiles) = t.tiles() else {
                     continue;
                 };
-                let mut dropped: std::collections::BTreeSet<u64> = f.meta.dropped_pages.iter().copied().collect();
-                let before = dropped.len();
-                for p in &tiles.pages {
-                    if !dropped.contains(&p.handle.offset) && skip(p) {
-                        dropped.insert(p.handle.offset);
-                    }
-                }
-                if dropped.len() == before {
+                let newly: Vec<u64> = tiles
+                    .pages
+                    .iter()
+                    .filter(|p| !f.meta.pages.is_dropped(p.handle.offset) && skip(p))
+                    .map(|p| p.handle.offset)
+                    .collect();
+                if newly.is_empty() {
                     continue;
                 }
-                let dropped: Vec<u64> = dropped.into_iter().collect();
+                // A patched page covered whole is dropped too: its patch holds a subset.
+                let pages = f.meta.pages.dropping(newly);
                 edit.deleted_files.push((ks, f.number()));
-                if dropped.len() == tiles.pages.len() && t.range_tombstones().is_empty() {
+                if pages.dropped.len() == tiles.pages.len() && t.range_tombstones().is_empty() {
                     // Nothing left: the file goes.
                     continue;
                 }
                 let mut meta = f.meta.clone();
-                meta.dropped_pages = dropped;
+                meta.pages = std::sync::Arc::new(pages);
                 edit.new_files.push(crate::version::NewFile {
                     keyspace: ks,
                     level: level as u32,

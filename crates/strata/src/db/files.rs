@@ -1,4 +1,4 @@
-//! [`Db::live_files`]: one line per live SSTable, for tools that audit tombstones (how
+//! [`Db::live_files`]: one line per live SSTable (with its page map), for tools that audit tombstones (how
 //! old the oldest one on disk is, where they sit) without opening the files.
 
 use super::Db;
@@ -30,8 +30,12 @@ pub struct LiveFile {
     /// `now - D` is gone from disk.
     pub oldest_tombstone_time: Option<u64>,
     /// Offsets of the delete-tile pages the version dropped from the file (still in the
-    /// file's bytes, never read; `FileMeta::dropped_pages`).
+    /// file's bytes, never read; `FileMeta::pages`).
     pub dropped_pages: Vec<u64>,
+    /// The delete-tile pages read from patch files instead of the file, ascending by
+    /// page (`sstable::patch`): pages a secondary range delete covered in part,
+    /// rewritten alone. Their patch files live while a live file names them.
+    pub patched_pages: Vec<crate::sstable::patch::PagePatch>,
 }
 
 impl Db {
@@ -54,7 +58,8 @@ impl Db {
                         entries: f.meta.entries,
                         tombstones: f.meta.tombstones,
                         oldest_tombstone_time: f.meta.oldest_tombstone_time,
-                        dropped_pages: f.meta.dropped_pages.clone(),
+                        dropped_pages: f.meta.pages.dropped.clone(),
+                        patched_pages: f.meta.pages.patched.clone(),
                     });
                 }
             }

@@ -291,7 +291,7 @@ impl DbInner {
                     oldest_tombstone_time: (info.deletes > 0).then_some(now),
                     raw_bytes: info.raw_bytes,
                     global_seq: Some(seq),
-                    dropped_pages: Vec::new(),
+                    pages: Default::default(),
                     deletes_applied: 0,
                 };
                 // Opened (and checked once more) before the manifest names it.

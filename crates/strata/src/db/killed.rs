@@ -56,14 +56,15 @@ impl KilledPuts for Owed {
         let Ok(t) = self.cache.get(f.meta.number, f.meta.global_seq) else {
             return false;
         };
-        let dropped = &f.meta.dropped_pages;
+        let map = &f.meta.pages;
         let owed = match t.tiles() {
             None => true,
+            // A page dropped, or patched by a job that applied the record, owes nothing.
             Some(tiles) => pending.iter().any(|r| {
                 let live = tiles
                     .pages
                     .iter()
-                    .filter(|p| dropped.binary_search(&p.handle.offset).is_err());
+                    .filter(|p| !map.is_dropped(p.handle.offset) && map.applied(p.handle.offset) < r.seq);
                 owes(r, f.meta.deletes_applied, min_seq, Some(live))
             }),
         };

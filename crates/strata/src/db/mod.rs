@@ -19,6 +19,7 @@ mod key_batch;
 mod keyspace;
 mod killed;
 mod open;
+mod patch;
 mod read;
 mod snapshot;
 mod stats;
@@ -662,6 +663,7 @@ impl DbInner {
             delete_wheres: C::get(&c.delete_wheres),
             delete_pages_dropped: C::get(&c.pages_dropped),
             delete_pages_partial: C::get(&c.pages_partial),
+            delete_pages_patched: C::get(&c.pages_patched),
             delete_rewrite_bytes_read: C::get(&c.kill_rewrite_read),
             delete_rewrite_bytes_written: C::get(&c.kill_rewrite_written),
             ..Default::default()

@@ -364,22 +364,31 @@ fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSyste
             )));
         }
     }
+    // Named as the damaged file: most often it was deleted or lost; the reason names
+    // the manifest in case that is older than the directory.
+    let missing = |name: &str, what: &str| {
+        Error::corruption(
+            dir.join(name),
+            0,
+            format!(
+                "{} (valid to offset {}) lists this {what} but it is missing; nothing was changed",
+                m.path.display(),
+                m.valid_len
+            ),
+        )
+    };
     let version = vs.current();
+    for n in version.live_patch_files() {
+        let name = crate::sstable::patch::patch_file_name(n);
+        if !present.contains(&name) {
+            return Err(missing(&name, "patch file"));
+        }
+    }
     for (_, tree) in version.keyspaces.iter() {
         for f in tree.files() {
             let name = crate::sstable::sst_file_name(f.meta.number);
             if !present.contains(&name) {
-                // Named as the damaged file: most often it was deleted or lost; the
-                // reason names the manifest in case that is older than the directory.
-                return Err(Error::corruption(
-                    dir.join(&name),
-                    0,
-                    format!(
-                        "{} (valid to offset {}) lists this SSTable but it is missing; nothing was changed",
-                        m.path.display(),
-                        m.valid_len
-                    ),
-                ));
+                return Err(missing(&name, "SSTable"));
             }
             let size = fs.open(&dir.join(&name))?.size();
             if size != f.meta.size {
@@ -393,16 +402,20 @@ fn verify_state(vs: &VersionSet, m: &ManifestRead, fs: &dyn crate::fs::FileSyste
     Ok(())
 }
 
-/// Removes SSTables no version lists (outputs of a job that crashed before its edit)
-/// and temporary files. Runs only after [`verify_state`] and a dry run of the WAL.
+/// Removes SSTables no version lists (outputs of a job that crashed before its edit),
+/// patch files no live SSTable names, and temporary files. Runs only after [`verify_state`] and a dry run of the WAL.
 fn sweep_unreferenced(vs: &VersionSet, fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
     let live: HashSet<u64> = vs.current().live_files().into_iter().collect();
+    // Patch files of a job that crashed before its edit, or that no re-added file names
+    // any more (superseded by a later patch of the same page).
+    let patches: HashSet<u64> = vs.current().live_patch_files().into_iter().collect();
     for n in fs.list(dir)? {
         let orphan_sst = n
             .strip_suffix(".sst")
             .and_then(|s| s.parse::<u64>().ok())
             .is_some_and(|num| !live.contains(&num));
-        if orphan_sst || n.ends_with(".tmp") {
+        let orphan_patch = crate::sstable::patch::parse_patch_file_name(&n).is_some_and(|num| !patches.contains(&num));
+        if orphan_sst || orphan_patch || n.ends_with(".tmp") {
             fs.remove(&dir.join(&n))?;
         }
     }

@@ -172,7 +172,7 @@ pub(crate) fn get_in(
                     if f.meta.min_seq > snapshot {
                         continue;
                     }
-                    if consider(t.get_masked(key, snapshot, &f.meta.dropped_pages)?, &mut m.best) {
+                    if consider(t.get_paged(key, snapshot, pages_of(f, sst_cache))?, &mut m.best) {
                         break 'levels;
                     }
                 }
@@ -181,6 +181,17 @@ pub(crate) fn get_in(
     }
     let deletes = deletes_in(sv, ks)?;
     Ok(not_killed(m.visible(), deletes.as_ref(), snapshot))
+}
+
+/// How a point lookup reads `f`'s pages: through its page map, if it has one.
+fn pages_of<'a>(
+    f: &'a crate::version::TableFile,
+    sst_cache: &'a crate::sstable::cache::SstCache,
+) -> Option<crate::sstable::Pages<'a>> {
+    (!f.meta.pages.is_empty()).then(|| crate::sstable::Pages {
+        map: &f.meta.pages,
+        patches: sst_cache,
+    })
 }
 
 /// A visible entry: user key, the seqno of the version, value.

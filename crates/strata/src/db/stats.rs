@@ -31,6 +31,8 @@ pub(crate) struct Counters {
     /// a secondary range delete killed (`picker::deletes::KilledPutsTrigger`).
     pub kill_rewrite_read: AtomicU64,
     pub kill_rewrite_written: AtomicU64,
+    /// Delete-tile pages rewritten alone into patch files (`db::patch`).
+    pub pages_patched: AtomicU64,
 }
 
 /// Catalog entry holding the work counters, so write amplification spans reopens.
@@ -204,7 +206,11 @@ pub struct Stats {
     /// `compaction_bytes_read`.
     pub delete_rewrite_bytes_read: u64,
     /// Bytes those rewrites wrote, since open; part of `compaction_bytes_written`.
+    /// Both include page patches.
     pub delete_rewrite_bytes_written: u64,
+    /// Delete-tile pages a secondary range delete covered in part that were rewritten
+    /// alone into patch files, without their file (`sstable::patch`), since open.
+    pub delete_pages_patched: u64,
 }
 
 impl Stats {
@@ -277,10 +283,11 @@ impl std::fmt::Display for Stats {
         if self.delete_wheres > 0 || self.delete_pages_dropped > 0 {
             writeln!(
                 f,
-                "delete_where         {} ({} pages dropped unread, {} read in part; rewrites read {} bytes, wrote {} bytes)",
+                "delete_where         {} ({} pages dropped unread, {} read in part, {} patched; rewrites read {} bytes, wrote {} bytes)",
                 self.delete_wheres,
                 self.delete_pages_dropped,
                 self.delete_pages_partial,
+                self.delete_pages_patched,
                 self.delete_rewrite_bytes_read,
                 self.delete_rewrite_bytes_written
             )?;

@@ -4,7 +4,9 @@
 //!   records, its footer and meta blocks open, every data block's checksum matches and
 //!   the block decodes, its keys ascend, and it holds the number of entries the
 //!   manifest records;
-//! - the directory against the manifest: SSTables it does not list, among those older
+//! - every patched page (`sstable::patch`) of those SSTables, read from its patch file:
+//!   checksum, decoding, keys ascending and within the base page's fences;
+//! - the directory against the manifest (SSTables and patch files): SSTables it does not list, among those older
 //!   than the open (outputs of an interrupted job: a writable open deletes them, so
 //!   they show under a read-only open, or as files copied in behind the database's
 //!   back). Newer files may be outputs of a running job, which exist before the
@@ -23,7 +25,8 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::sstable::{SstReader, sst_file_name};
+use crate::sstable::patch::{PageMap, PatchReader, check_within, patch_file_name};
+use crate::sstable::{Fill, SstReader, sst_file_name};
 use crate::wal;
 
 /// What the file pass read.
@@ -93,6 +96,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
                 }
             };
             let entries = verify_table(&table, &mut out, problems);
+            verify_patches(fs.as_ref(), dir, &table, &f.meta.pages, &mut out, problems);
             if let Some(n) = entries
                 && n != f.meta.entries
             {
@@ -105,7 +109,19 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
         }
     }
     let names = fs.list(dir)?;
+    let live_patches: HashSet<u64> = version.live_patch_files().into_iter().collect();
     for n in &names {
+        if let Some(num) = crate::sstable::patch::parse_patch_file_name(n)
+            && !live_patches.contains(&num)
+            && num < inner.first_own_file
+            && !inner.retired.is_removed(&dir.join(n))
+            && fs.exists(&dir.join(n))
+        {
+            problems.push(format!(
+                "{}: a patch file no live SSTable names (output of an interrupted job)",
+                dir.join(n).display()
+            ));
+        }
         if let Some(num) = n.strip_suffix(".sst").and_then(|s| s.parse::<u64>().ok())
             && !live.contains(&num)
             // Files this process made may be a running job's outputs, which exist before
@@ -173,6 +189,73 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
 
 /// Reads every data block of `table`; returns its entry count, or `None` if a block
 /// could not be read (already reported).
+/// Reads every patched page of `table` from its patch file (no block cache): checksum,
+/// decoding, keys ascending and within the base page's fences (`sstable::patch`).
+fn verify_patches(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &std::path::Path,
+    table: &SstReader,
+    map: &PageMap,
+    out: &mut FilesCheck,
+    problems: &mut Vec<String>,
+) {
+    if map.patched.is_empty() {
+        return;
+    }
+    let Some(tiles) = table.tiles() else {
+        problems.push(format!(
+            "{}: untiled, but the manifest patches its pages",
+            table.path().display()
+        ));
+        return;
+    };
+    let mut readers = std::collections::HashMap::new();
+    for p in &map.patched {
+        out.blocks += 1;
+        let r = (|| -> Result<()> {
+            let Some(base) = tiles.pages.iter().find(|b| b.handle.offset == p.page) else {
+                return Err(Error::corruption(
+                    table.path(),
+                    p.page,
+                    "a patched page the table does not have",
+                ));
+            };
+            let reader = match readers.get(&p.file) {
+                Some(r) => Arc::clone(r),
+                None => {
+                    let file = fs.open(&dir.join(patch_file_name(p.file)))?;
+                    let r = Arc::new(PatchReader::new(file, p.file, None));
+                    readers.insert(p.file, Arc::clone(&r));
+                    r
+                }
+            };
+            let mut it = reader.page(p.handle, Fill::Bypass)?;
+            it.seek_to_first()?;
+            let mut last: Option<Vec<u8>> = None;
+            while it.valid() {
+                check_within(it.key(), &base.first, &base.last, reader.path(), p.handle.offset)?;
+                if last
+                    .as_ref()
+                    .is_some_and(|l| compare_internal(l, it.key()) != std::cmp::Ordering::Less)
+                {
+                    return Err(Error::corruption(
+                        reader.path(),
+                        p.handle.offset,
+                        "keys out of order in a patched page",
+                    ));
+                }
+                last = Some(it.key().to_vec());
+                out.entries += 1;
+                it.next()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            problems.push(e.to_string());
+        }
+    }
+}
+
 fn verify_table(table: &SstReader, out: &mut FilesCheck, problems: &mut Vec<String>) -> Option<u64> {
     let mut entries = 0u64;
     let mut whole = true;

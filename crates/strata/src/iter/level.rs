@@ -50,21 +50,12 @@ impl RunIter {
         match self.files.get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.meta.number, f.meta.global_seq)?;
-                let skip = match (&self.skip, f.meta.dropped_pages.is_empty()) {
-                    (s, true) => s.clone(),
-                    (s, false) => {
-                        // Pages the version dropped (`FileMeta::dropped_pages`) are never read.
-                        let dropped = f.meta.dropped_pages.clone();
-                        let s = s.clone();
-                        let both: PageSkip = Arc::new(move |p| {
-                            dropped.binary_search(&p.handle.offset).is_ok() || s.as_ref().is_some_and(|s| s(p))
-                        });
-                        Some(both)
-                    }
-                };
-                self.cur = Some(match skip {
-                    Some(s) => t.iter_skipping(self.fill, s),
-                    None => t.iter_with(self.fill),
+                // Pages the version dropped are never read, patched ones come from their
+                // patch files (`FileMeta::pages`).
+                self.cur = Some(match (&self.skip, f.meta.pages.is_empty()) {
+                    (Some(s), true) => t.iter_skipping(self.fill, s.clone()),
+                    (None, true) => t.iter_with(self.fill),
+                    (s, false) => t.iter_paged(self.fill, s.clone(), f.meta.pages.clone(), self.cache.clone()),
                 });
                 Ok(true)
             }

@@ -329,6 +329,16 @@ impl BlockIter {
         }
     }
 
+    /// The file the block is in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The block's offset in its file.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
     fn corrupt(&mut self, e: DecodeError) -> Error {
         self.invalidate();
         let offset = self.base.saturating_add(e.offset as u64);

@@ -15,6 +15,7 @@ use quick_cache::sync::Cache;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::key::SeqNo;
+use crate::sstable::patch::{PatchReader, patch_file_name};
 use crate::sstable::{Block, SstReader, sst_file_name};
 
 /// Charges each block its memory footprint.
@@ -143,13 +144,17 @@ impl BlockCache {
     }
 }
 
-/// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand.
+/// Keeps up to `max_open` tables open, opening `dir/<number:06>.sst` on demand, and up
+/// to a quarter as many page patch files (`dir/<number:06>.patch`).
 pub struct SstCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
     /// `None` when `max_open` is 0: every `get` opens the file afresh.
     tables: Option<Cache<u64, Arc<SstReader>>>,
+    /// Open patch files ([`crate::sstable::patch`]), at most a quarter of `max_open`
+    /// (each holds a file descriptor); `None` when `max_open` is 0.
+    patches: Option<Cache<u64, Arc<PatchReader>>>,
 }
 
 impl std::fmt::Debug for SstCache {
@@ -169,6 +174,26 @@ impl SstCache {
             dir,
             block_cache,
             tables: (max_open > 0).then(|| Cache::new(max_open)),
+            patches: (max_open > 0).then(|| Cache::new((max_open / 4).max(1))),
+        }
+    }
+
+    /// The open patch file `number`, opening it on a miss.
+    pub fn patch(&self, number: u64) -> Result<Arc<PatchReader>> {
+        let open = || -> Result<Arc<PatchReader>> {
+            let file = self.fs.open(&self.dir.join(patch_file_name(number)))?;
+            Ok(Arc::new(PatchReader::new(file, number, self.block_cache.clone())))
+        };
+        match &self.patches {
+            Some(c) => c.get_or_insert_with(&number, open),
+            None => open(),
+        }
+    }
+
+    /// Forgets patch file `number` (before its file is deleted).
+    pub fn evict_patch(&self, number: u64) {
+        if let Some(c) = &self.patches {
+            c.remove(&number);
         }
     }
 

@@ -36,6 +36,9 @@
 //!   properties, range-del; then magic `0x5354524154415354` ("STRATAST") u64 LE, format
 //!   version u32 LE (3 written, 4 with delete tiles; 1 and 2 read), and `crc32c` of the preceding 76 bytes u32 LE.
 //!
+//! * **Page patches** ([`patch`]): `<number>.patch` files of sealed data blocks that
+//!   serve some pages of a tiled table in place of its own (a version's page map says
+//!   which), so a secondary range delete rewrites a page without its table.
 //! * **Delete tiles** ([`tile`], version 4): the data blocks come in tiles of up to h
 //!   pages partitioned by a delete key, the filter block is empty, and the index handle
 //!   names a tile index with each page's fences, delete-key range and bloom filter.
@@ -52,6 +55,7 @@ mod dump;
 pub mod external;
 pub mod format;
 pub mod index;
+pub mod patch;
 pub mod properties;
 pub mod range_del;
 mod reader;
@@ -68,7 +72,7 @@ pub use external::{ExternalFileInfo, ExternalSstWriter, FileDigest};
 pub use format::Compression;
 pub use index::FencePointer;
 pub use properties::Properties;
-pub use reader::{Fill, LOOKUP_COUNTERS, LookupCounters, SstIter, SstReader};
+pub use reader::{Fill, LOOKUP_COUNTERS, LookupCounters, Pages, SstIter, SstReader};
 
 /// The file name of table `number`: at least six digits, e.g. `000123.sst`.
 pub fn sst_file_name(number: u64) -> String {

@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
+use super::cache::SstCache;
 use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FenceIndex, FencePointer, FenceValue};
+use super::patch::{PageMap, check_within};
 use super::properties::Properties;
 use super::range_del::decode_range_dels;
-use super::tile::{PageSkip, TileIndex};
+use super::tile::{PageMeta, PageSkip, TileIndex};
 use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -25,6 +27,16 @@ use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, compare_internal, parse_internal_key, seek_key};
 use crate::range_tombstone::RangeTombstone;
 use crate::sstable::cache::BlockCache;
+
+/// A tiled table's page map as a version has it, with where its patch files are
+/// opened ([`crate::sstable::patch`]).
+#[derive(Clone, Copy)]
+pub struct Pages<'a> {
+    /// Dropped and patched pages.
+    pub map: &'a PageMap,
+    /// Opens patch files.
+    pub patches: &'a SstCache,
+}
 
 /// How a read uses the block cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +107,30 @@ fn read_payload(file: &dyn RandomAccessFile, h: BlockHandle, what: &str) -> Resu
     };
     let raw = file.read_at(h.offset, len).map_err(|e| name_io(path, e))?;
     unseal_block_owned(raw).map_err(|e| corrupt(path, h.offset, what, e))
+}
+
+/// Reads data block `h` of file `number` (a table or a patch file) through `cache`,
+/// verifying its checksum and decoding it before it is cached.
+pub(crate) fn read_block(
+    file: &dyn RandomAccessFile,
+    number: u64,
+    cache: Option<&BlockCache>,
+    h: BlockHandle,
+    fill: Fill,
+) -> Result<Arc<Block>> {
+    let cached = cache.and_then(|c| match fill {
+        Fill::Cache => c.get(number, h.offset),
+        Fill::Bypass => c.peek(number, h.offset),
+    });
+    if let Some(b) = cached {
+        return Ok(b);
+    }
+    let raw = read_payload(file, h, "data block")?;
+    let block = Arc::new(Block::decode(raw).map_err(|e| corrupt(file.path(), h.offset, "data block", e))?);
+    if let (Some(c), Fill::Cache) = (cache, fill) {
+        c.insert(number, h.offset, Arc::clone(&block));
+    }
+    Ok(block)
 }
 
 /// Decodes a version-1 or -2 index block (fence keys with [`FenceValue`]s), checking
@@ -253,19 +289,7 @@ impl SstReader {
 
     /// Reads a data block through the cache.
     fn read_data_block(&self, h: BlockHandle, fill: Fill) -> Result<Arc<Block>> {
-        let cached = self.cache.as_ref().and_then(|c| match fill {
-            Fill::Cache => c.get(self.number, h.offset),
-            Fill::Bypass => c.peek(self.number, h.offset),
-        });
-        if let Some(b) = cached {
-            return Ok(b);
-        }
-        let raw = read_payload(&*self.file, h, "data block")?;
-        let block = Arc::new(Block::decode(raw).map_err(|e| corrupt(&self.path, h.offset, "data block", e))?);
-        if let (Some(c), Fill::Cache) = (&self.cache, fill) {
-            c.insert(self.number, h.offset, Arc::clone(&block));
-        }
-        Ok(block)
+        read_block(&*self.file, self.number, self.cache.as_deref(), h, fill)
     }
 
     /// The table's properties.
@@ -296,16 +320,16 @@ impl SstReader {
     /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
     /// value)`. Range tombstones are not applied (see [`SstReader::range_tombstones`]).
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
-        self.get_masked(user_key, snapshot, &[])
+        self.get_paged(user_key, snapshot, None)
     }
 
-    /// [`SstReader::get`] as if the pages of a tiled table at offsets `dropped`
-    /// (ascending) were not there.
-    pub fn get_masked(
+    /// [`SstReader::get`] reading a tiled table's pages as `pages` says: dropped ones
+    /// skipped, patched ones read from their patch files.
+    pub fn get_paged(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-        dropped: &[u64],
+        pages: Option<Pages<'_>>,
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         if self.filter.is_some() {
             LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
@@ -320,7 +344,7 @@ impl SstReader {
         };
         // An ingested file (global seqno) is never tiled: only the engine tiles files.
         if let Some(tiles) = &self.tiles {
-            return self.get_tiled(tiles, user_key, &target, dropped);
+            return self.get_tiled(tiles, user_key, &target, pages);
         }
         let Some(handle) = self.index.handle(self.index.seek(&target)) else {
             return Ok(None);
@@ -351,11 +375,11 @@ impl SstReader {
         tiles: &TileIndex,
         user_key: &[u8],
         target: &[u8],
-        dropped: &[u64],
+        pages: Option<Pages<'_>>,
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
         for page in tiles.tile_pages(tiles.seek(target)) {
-            if dropped.binary_search(&page.handle.offset).is_ok() {
+            if pages.is_some_and(|p| p.map.is_dropped(page.handle.offset)) {
                 continue;
             }
             let (may, probed) = page.may_hold(user_key, target);
@@ -366,7 +390,9 @@ impl SstReader {
                 continue;
             }
             LOOKUP_COUNTERS.pages_read.fetch_add(1, AtomicOrdering::Relaxed);
-            let mut it = self.block_iter_with(page.handle, Fill::Cache)?;
+            let Some((mut it, _)) = self.open_page(page, pages, Fill::Cache)? else {
+                continue;
+            };
             it.seek(target)?;
             if it.valid()
                 && crate::key::user_key(it.key()) == user_key
@@ -406,6 +432,7 @@ impl SstReader {
             fill,
             global_key: Vec::new(),
             skip: None,
+            overlay: None,
         }
     }
 
@@ -415,6 +442,22 @@ impl SstReader {
     pub fn iter_skipping(self: &Arc<Self>, fill: Fill, skip: PageSkip) -> SstIter {
         SstIter {
             skip: Some(skip),
+            ..self.iter_with(fill)
+        }
+    }
+
+    /// Like [`SstReader::iter_with`], reading a tiled table's pages as `map` says
+    /// (patch files opened through `patches`) and skipping those `skip` names.
+    pub fn iter_paged(
+        self: &Arc<Self>,
+        fill: Fill,
+        skip: Option<PageSkip>,
+        map: Arc<PageMap>,
+        patches: Arc<SstCache>,
+    ) -> SstIter {
+        SstIter {
+            skip,
+            overlay: Some((map, patches)),
             ..self.iter_with(fill)
         }
     }
@@ -468,6 +511,28 @@ impl SstReader {
     fn block_iter_with(&self, handle: BlockHandle, fill: Fill) -> Result<BlockIter> {
         let block = self.read_data_block(handle, fill)?;
         Ok(BlockIter::new(block, Arc::clone(&self.path), handle.offset))
+    }
+
+    /// A cursor over a tiled table's `page` as `pages` says to read it: `None` if
+    /// dropped, else its block (from its patch file if patched) and whether it was
+    /// patched.
+    pub fn open_page(
+        &self,
+        page: &PageMeta,
+        pages: Option<Pages<'_>>,
+        fill: Fill,
+    ) -> Result<Option<(BlockIter, bool)>> {
+        let at = page.handle.offset;
+        let Some(p) = pages else {
+            return Ok(Some((self.block_iter_with(page.handle, fill)?, false)));
+        };
+        if p.map.is_dropped(at) {
+            return Ok(None);
+        }
+        match p.map.patch(at) {
+            Some(patch) => Ok(Some((p.patches.patch(patch.file)?.page(patch.handle, fill)?, true))),
+            None => Ok(Some((self.block_iter_with(page.handle, fill)?, false))),
+        }
     }
 
     /// The file number.
@@ -625,6 +690,8 @@ pub struct SstIter {
     fill: Fill,
     global_key: Vec<u8>,
     skip: Option<PageSkip>,
+    /// The version's page map of the table and where its patch files are opened.
+    overlay: Option<(Arc<PageMap>, Arc<SstCache>)>,
 }
 
 impl SstIter {
@@ -633,13 +700,25 @@ impl SstIter {
     fn load_tile(&self, tiles: &TileIndex, i: usize) -> Result<TileCursor> {
         let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut at = 0u64;
+        let pages = self.overlay.as_ref().map(|(map, patches)| Pages { map, patches });
         for page in tiles.tile_pages(i) {
             at = page.handle.offset;
             if self.skip.as_ref().is_some_and(|f| f(page)) {
                 continue;
             }
-            let mut it = self.table.block_iter_with(page.handle, self.fill)?;
+            let Some((mut it, patched)) = self.table.open_page(page, pages, self.fill)? else {
+                continue;
+            };
             it.seek_to_first()?;
+            if patched {
+                // A subset of the page: each entry within its fences.
+                while it.valid() {
+                    check_within(it.key(), &page.first, &page.last, it.path(), it.base())?;
+                    entries.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next()?;
+                }
+                continue;
+            }
             let mut first = true;
             let mut last: Vec<u8> = Vec::new();
             while it.valid() {

@@ -24,19 +24,26 @@
 //! | 10  | meta remove         | name bytes                                         |
 //!
 //! A new file is nested (length-prefixed) so that [`FileMeta`] can grow fields too. Its
-//! tags, each at most once; all required except 13, 15, 16 and 17:
+//! tags, each at most once; all required except 13, 15, 16, 17 and 18:
 //! 1 keyspace (u32), 2 level (u32), 3 run, 4 number, 5 size, 6 smallest (bytes),
 //! 7 largest (bytes), 8 min_seq, 9 max_seq, 10 entries, 11 tombstones,
 //! 12 range_tombstones, 13 oldest_tombstone_time (absent = `None`), 14 raw_bytes,
 //! 15 global_seq (absent = `None`; an ingested file, read with this seqno),
 //! 16 dropped pages (optional: `varint count ++ varint offset delta*`, ascending),
-//! 17 deletes_applied (absent = 0).
+//! 17 deletes_applied (absent = 0),
+//! 18 patched pages (optional: `varint count ++ (varint page offset, patch file,
+//! block offset, block size, applied seqno)*`, ascending by page, none of them
+//! dropped; `sstable::patch`).
 //!
 //! The codec checks syntax only; whether an edit makes sense (seqno ranges, known
 //! keyspaces) is checked when it is applied to a version.
 
+use std::sync::Arc;
+
 use crate::codec::{DecodeError, Decoder, put_bytes, put_varint};
 use crate::key::SeqNo;
+use crate::sstable::format::BlockHandle;
+use crate::sstable::patch::{PageMap, PagePatch};
 
 /// What the manifest remembers about one SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +73,10 @@ pub struct FileMeta {
     /// For an ingested external file: the seqno all its entries are read with (they are
     /// stored with seqno 0; `db::ingest`). `None` for files the engine wrote.
     pub global_seq: Option<SeqNo>,
-    /// Offsets of the pages of a tiled file that secondary range deletes dropped
-    /// without rewriting it, ascending (readers skip them; `compaction::tiles`).
-    pub dropped_pages: Vec<u64>,
+    /// The pages of a tiled file that secondary range deletes dropped (readers skip
+    /// them) or patched (readers take them from a patch file) without rewriting it
+    /// (`sstable::patch`, `compaction::tiles`).
+    pub pages: Arc<PageMap>,
     /// Every secondary range delete of the file's keyspace at a seqno up to this one
     /// was applied by the flush or compaction that wrote the file, and it kept no `Put`
     /// one kills (invariant KR of `compaction::tiles`); 0 = none known applied.
@@ -139,6 +147,7 @@ const NF_RAW_BYTES: u64 = 14;
 const NF_GLOBAL_SEQ: u64 = 15;
 const NF_DROPPED_PAGES: u64 = 16;
 const NF_DELETES_APPLIED: u64 = 17;
+const NF_PATCHED_PAGES: u64 = 18;
 
 impl VersionEdit {
     /// Encodes the edit in the manifest's tagged format (see the module docs).
@@ -285,17 +294,49 @@ fn encode_new_file(nf: &NewFile, out: &mut Vec<u8>) {
         put_varint(out, NF_DELETES_APPLIED);
         put_varint(out, m.deletes_applied);
     }
-    if !m.dropped_pages.is_empty() {
+    if !m.pages.dropped.is_empty() {
         put_varint(out, NF_DROPPED_PAGES);
         let mut b = Vec::new();
-        put_varint(&mut b, m.dropped_pages.len() as u64);
+        put_varint(&mut b, m.pages.dropped.len() as u64);
         let mut prev = 0;
-        for &o in &m.dropped_pages {
+        for &o in &m.pages.dropped {
             put_varint(&mut b, o - prev);
             prev = o;
         }
         put_bytes(out, &b);
     }
+    if !m.pages.patched.is_empty() {
+        put_varint(out, NF_PATCHED_PAGES);
+        let mut b = Vec::new();
+        put_varint(&mut b, m.pages.patched.len() as u64);
+        for p in &m.pages.patched {
+            for v in [p.page, p.file, p.handle.offset, p.handle.size, p.applied] {
+                put_varint(&mut b, v);
+            }
+        }
+        put_bytes(out, &b);
+    }
+}
+
+/// Decodes tag 18 of a new file: `varint count ++ (varint page, file, offset, size,
+/// applied)*`, ascending by page (checked with the dropped pages by
+/// [`PageMap::check`]).
+fn decode_patched_pages(b: &[u8]) -> std::result::Result<Vec<PagePatch>, DecodeError> {
+    let mut d = Decoder::new(b);
+    let n = d.varint()?;
+    // Each patch takes at least five bytes: never trust `n` for the allocation.
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(d.remaining() / 5));
+    for _ in 0..n {
+        let (page, file, offset, size, applied) = (d.varint()?, d.varint()?, d.varint()?, d.varint()?, d.varint()?);
+        out.push(PagePatch {
+            page,
+            file,
+            handle: BlockHandle { offset, size },
+            applied,
+        });
+    }
+    d.finish("trailing bytes after the patched pages")?;
+    Ok(out)
 }
 
 /// Decodes tag 16 of a new file: ascending page offsets.
@@ -332,6 +373,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     let (mut tombstones, mut range_tombstones, mut oldest, mut raw_bytes) = (None, None, None, None);
     let mut global_seq = None;
     let mut dropped = None;
+    let mut patched = None;
     let mut applied = None;
     while !d.is_empty() {
         let at = d.position();
@@ -360,6 +402,14 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
                 })?;
                 set_once(&mut dropped, pages, at)?
             }
+            NF_PATCHED_PAGES => {
+                let b = d.length_prefixed()?;
+                let pages = decode_patched_pages(b).map_err(|e| DecodeError {
+                    offset: at + e.offset,
+                    reason: e.reason,
+                })?;
+                set_once(&mut patched, pages, at)?
+            }
             _ => {
                 return Err(DecodeError {
                     offset: at,
@@ -370,6 +420,11 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
     }
     let end = d.position();
     let missing = |reason: &'static str| DecodeError { offset: end, reason };
+    let pages = PageMap {
+        dropped: dropped.unwrap_or_default(),
+        patched: patched.unwrap_or_default(),
+    };
+    pages.check().map_err(|reason| DecodeError { offset: end, reason })?;
     Ok(NewFile {
         keyspace: keyspace.ok_or_else(|| missing("new file lacks its keyspace"))?,
         level: level.ok_or_else(|| missing("new file lacks its level"))?,
@@ -387,7 +442,7 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             oldest_tombstone_time: oldest,
             raw_bytes: raw_bytes.ok_or_else(|| missing("new file lacks its raw byte count"))?,
             global_seq,
-            dropped_pages: dropped.unwrap_or_default(),
+            pages: Arc::new(pages),
             deletes_applied: applied.unwrap_or(0),
         },
     })
@@ -449,7 +504,7 @@ pub(crate) mod tests {
                 oldest_tombstone_time: oldest,
                 raw_bytes: 3000,
                 global_seq: None,
-                dropped_pages: Vec::new(),
+                pages: Default::default(),
                 deletes_applied: 0,
             },
         }
@@ -517,6 +572,35 @@ pub(crate) mod tests {
         let err = VersionEdit::decode(&unknown_nf).expect_err("unknown nested tag");
         assert_eq!(err.offset, 2 + body.len(), "{err:?}");
 
+        // A page both dropped and patched.
+        let mut both = file(1, 0, None);
+        both.meta.pages = Arc::new(PageMap {
+            dropped: vec![8],
+            patched: vec![PagePatch {
+                page: 8,
+                file: 2,
+                handle: BlockHandle { offset: 0, size: 9 },
+                applied: 4,
+            }],
+        });
+        let e = VersionEdit {
+            new_files: vec![both.clone()],
+            ..Default::default()
+        };
+        let err = VersionEdit::decode(&e.encode()).expect_err("overlapping page map");
+        assert_eq!(err.reason, "a page both dropped and patched");
+        Arc::make_mut(&mut both.meta.pages).dropped = vec![16];
+        let e = VersionEdit {
+            new_files: vec![both],
+            ..Default::default()
+        };
+        assert_eq!(VersionEdit::decode(&e.encode()), Ok(e));
+
+        // The fuzz target's seed with a page map decodes to one.
+        let seed = VersionEdit::decode(include_bytes!("../../fuzz/corpus/manifest_edit/seed-patched")).expect("seed");
+        let pages = &seed.new_files[0].meta.pages;
+        assert_eq!((pages.dropped.len(), pages.patched.len()), (1, 2));
+
         // Every truncation of a valid edit fails or decodes without panicking; strict
         // prefixes that cut a field must fail.
         for n in 0..good.len() {
@@ -559,7 +643,23 @@ pub(crate) mod tests {
                     oldest_tombstone_time,
                     raw_bytes,
                     global_seq,
-                    dropped_pages: Vec::new(),
+                    // Every third file has dropped and patched pages (tags 16 and 18).
+                    pages: Arc::new(if number % 3 == 0 {
+                        PageMap {
+                            dropped: vec![1, 5],
+                            patched: vec![PagePatch {
+                                page: 3,
+                                file: number / 2,
+                                handle: BlockHandle {
+                                    offset: size >> 8,
+                                    size: size >> 40,
+                                },
+                                applied: max_seq,
+                            }],
+                        }
+                    } else {
+                        PageMap::default()
+                    }),
                     deletes_applied: max_seq / 2,
                 },
             )

@@ -59,6 +59,44 @@ pub struct TableFile {
     /// Shared by every handle on the file (a page drop re-adds a file with new
     /// metadata under a new handle): the file goes when the last of them lets go.
     life: Arc<FileLife>,
+    /// The patch files `meta.pages` names, one life each, shared with the file's other
+    /// handles that name them: a patch file belongs to one table (its job writes one
+    /// per table), and goes when the table goes or a re-add stops naming it, once the
+    /// last handle naming it lets go.
+    patches: Vec<Arc<PatchLife>>,
+}
+
+/// A patch file behind one or more [`TableFile`] handles of one table.
+pub(crate) struct PatchLife {
+    number: u64,
+    obsolete: AtomicBool,
+    path: PathBuf,
+    retired: Arc<ObsoleteFiles>,
+    sst_cache: Arc<SstCache>,
+}
+
+impl PatchLife {
+    fn mark(&self) {
+        self.obsolete.store(true, Ordering::SeqCst);
+        self.retired.note_removed(&self.path);
+    }
+}
+
+impl Drop for PatchLife {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::SeqCst) {
+            self.sst_cache.evict_patch(self.number);
+            self.retired.retire(std::mem::take(&mut self.path));
+        }
+    }
+}
+
+/// What applying an edit removed: files, and patch files that a re-added file no
+/// longer names.
+#[derive(Default)]
+pub(crate) struct Removed {
+    pub files: Vec<Arc<TableFile>>,
+    pub patches: Vec<Arc<PatchLife>>,
 }
 
 /// The file behind one or more [`TableFile`] handles.
@@ -96,10 +134,16 @@ impl TableFile {
 
 /// Marks files removed by a durable edit: each is queued for unlinking when its last
 /// holder drops it.
-pub(crate) fn mark_obsolete(files: &[Arc<TableFile>]) {
-    for f in files {
+pub(crate) fn mark_obsolete(removed: &Removed) {
+    for f in &removed.files {
         f.life.obsolete.store(true, Ordering::SeqCst);
         f.life.retired.note_removed(&f.life.path);
+        for p in &f.patches {
+            p.mark();
+        }
+    }
+    for p in &removed.patches {
+        p.mark();
     }
 }
 
@@ -199,6 +243,25 @@ pub struct Version {
     pub meta: BTreeMap<String, Vec<u8>>,
 }
 
+/// The lives of the patch files `meta` names: those in `held` (the table's previous
+/// handle) kept, the others new.
+fn patch_lives(meta: &FileMeta, held: &[Arc<PatchLife>], ctx: &FileContext) -> Vec<Arc<PatchLife>> {
+    meta.pages
+        .patch_files()
+        .into_iter()
+        .map(|n| match held.iter().find(|p| p.number == n) {
+            Some(p) => p.clone(),
+            None => Arc::new(PatchLife {
+                number: n,
+                obsolete: AtomicBool::new(false),
+                path: ctx.dir.join(crate::sstable::patch::patch_file_name(n)),
+                retired: ctx.retired.clone(),
+                sst_cache: ctx.sst_cache.clone(),
+            }),
+        })
+        .collect()
+}
+
 /// What applying an edit needs to create [`TableFile`]s.
 pub(crate) struct FileContext {
     pub dir: PathBuf,
@@ -214,13 +277,10 @@ impl Version {
     }
 
     /// Applies an edit, producing the next version and the files it removed (except
-    /// those the same edit re-adds: a move). The caller marks the removed files obsolete
+    /// those the same edit re-adds: a move or a new page map), with the patch files a
+    /// re-added file no longer names. The caller marks what it removed obsolete
     /// with [`mark_obsolete`] once the edit is durable.
-    pub(crate) fn apply(
-        &self,
-        edit: &VersionEdit,
-        ctx: &FileContext,
-    ) -> Result<(Version, Vec<Arc<TableFile>>), String> {
+    pub(crate) fn apply(&self, edit: &VersionEdit, ctx: &FileContext) -> Result<(Version, Removed), String> {
         let mut v = self.clone();
         for (id, name) in &edit.new_keyspaces {
             if v.keyspaces.contains_key(id) {
@@ -262,6 +322,7 @@ impl Version {
             let f = found.ok_or_else(|| format!("removed file {number} is not in keyspace {ks_id}"))?;
             removed.insert(*number, f);
         }
+        let mut released = Vec::new();
         for nf in &edit.new_files {
             let ks = v
                 .keyspaces
@@ -271,12 +332,23 @@ impl Version {
                 Some(h) if h.meta == nf.meta => h,
                 // Re-added with new metadata (pages dropped by delete tiles): the same
                 // file under a new handle sharing its life.
-                Some(h) => Arc::new(TableFile {
-                    meta: nf.meta.clone(),
-                    life: h.life.clone(),
-                }),
+                Some(h) => {
+                    let patches = patch_lives(&nf.meta, &h.patches, ctx);
+                    released.extend(
+                        h.patches
+                            .iter()
+                            .filter(|p| !patches.iter().any(|q| Arc::ptr_eq(p, q)))
+                            .cloned(),
+                    );
+                    Arc::new(TableFile {
+                        meta: nf.meta.clone(),
+                        life: h.life.clone(),
+                        patches,
+                    })
+                }
                 None => Arc::new(TableFile {
                     meta: nf.meta.clone(),
+                    patches: patch_lives(&nf.meta, &[], ctx),
                     life: Arc::new(FileLife {
                         number: nf.meta.number,
                         obsolete: AtomicBool::new(false),
@@ -329,7 +401,13 @@ impl Version {
                 }
             }
         }
-        Ok((v, removed.into_values().collect()))
+        Ok((
+            v,
+            Removed {
+                files: removed.into_values().collect(),
+                patches: released,
+            },
+        ))
     }
 
     /// The edit that recreates this version from nothing (first record of a manifest).
@@ -361,6 +439,14 @@ impl Version {
         self.keyspaces
             .values()
             .flat_map(|k| k.files().map(|f| f.number()))
+            .collect()
+    }
+
+    /// Numbers of every patch file a live file names (`sstable::patch`).
+    pub fn live_patch_files(&self) -> Vec<u64> {
+        self.keyspaces
+            .values()
+            .flat_map(|k| k.files().flat_map(|f| f.meta.pages.patch_files()))
             .collect()
     }
 }
@@ -402,7 +488,7 @@ mod tests {
             oldest_tombstone_time: None,
             raw_bytes: 2,
             global_seq: None,
-            dropped_pages: Vec::new(),
+            pages: Default::default(),
             deletes_applied: 0,
         };
         let add = VersionEdit {

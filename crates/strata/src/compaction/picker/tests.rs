@@ -29,7 +29,7 @@ fn version(files: &[Spec]) -> (tempfile::TempDir, Version) {
                     oldest_tombstone_time: (tombstones > 0).then_some(0),
                     raw_bytes: size,
                     global_seq: None,
-                    dropped_pages: Vec::new(),
+                    pages: Default::default(),
                     deletes_applied: 0,
                 },
             })
