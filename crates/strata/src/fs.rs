@@ -156,9 +156,10 @@ impl WritableFile for RealWritable {
             return Ok(());
         };
         // SAFETY: the descriptor is the open file's own, valid while `self.file` lives,
-        // and the call takes plain integers (no memory is passed). Why at all: an
-        // ingest's copy otherwise leaves all of its writing to the final sync
-        // (measured in docs/benchmarks/ingest.md).
+        // and the call takes plain integers (no memory is passed). Why at all: without
+        // it an ingest's copy leaves its writing to the final sync; measured on 1,084 MiB
+        // (docs/benchmarks/ingest.md), 10.55 s without against 7.80 s with, link mode
+        // (which writes nothing) 6.6-6.8 s in both runs.
         let r = unsafe {
             libc::sync_file_range(
                 self.file.get_ref().as_raw_fd(),

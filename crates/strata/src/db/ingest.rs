@@ -143,7 +143,8 @@ impl Db {
 /// A caller's judgement of the checked files, `(keyspace id, what the file holds)`.
 pub(crate) type FilesCheck<'a> = dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()> + 'a;
 
-/// A file on its way in: numbered, then copied or linked, then checked (`info`).
+/// A file on its way in: numbered, then copied (checked on the way) or linked and
+/// checked (`info`).
 struct Staged {
     keyspace: u32,
     source: PathBuf,
