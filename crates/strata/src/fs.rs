@@ -32,6 +32,16 @@ pub trait WritableFile: Send + Sync {
         let _ = end;
         Ok(())
     }
+    /// Starts writing to the device what was appended since the last call, without
+    /// waiting for it, so that a later [`sync`] has less to wait for: a bulk copy calls it
+    /// after each piece and the device writes while the next piece is read and checked.
+    /// Only an optimisation: the default does nothing, and durability still comes from
+    /// `sync` alone.
+    ///
+    /// [`sync`]: WritableFile::sync
+    fn write_behind(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Bytes appended so far.
     fn len(&self) -> u64;
     /// True when nothing was appended yet.
@@ -44,6 +54,12 @@ pub trait WritableFile: Send + Sync {
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// [`read_at`](Self::read_at) into `buf`, replacing its contents and reusing its
+    /// memory: a reader of many pieces in a row allocates (and zeroes) once.
+    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        *buf = self.read_at(offset, len)?;
+        Ok(())
+    }
     /// The file's size in bytes.
     fn size(&self) -> u64;
     /// The file's path (for error messages).
@@ -109,6 +125,8 @@ struct RealWritable {
     /// Opened with `O_APPEND`, where every write lands at the end of the file, zeros
     /// included: zeroing ahead would put the next records after the zeros.
     append_mode: bool,
+    /// Where the bytes not yet handed to [`WritableFile::write_behind`] start.
+    behind: u64,
 }
 
 /// Zeros written per call by [`RealWritable::zero_ahead`].
@@ -126,6 +144,35 @@ impl WritableFile for RealWritable {
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
         self.file.get_ref().sync_data().map_err(|e| Error::io(&self.path, e))
+    }
+    fn write_behind(&mut self) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let (from, to) = (self.behind, self.len);
+        if to <= from {
+            return Ok(());
+        }
+        self.flush()?;
+        let (Ok(offset), Ok(nbytes)) = (libc::off64_t::try_from(from), libc::off64_t::try_from(to - from)) else {
+            return Ok(());
+        };
+        // SAFETY: the descriptor is the open file's own, valid while `self.file` lives,
+        // and the call takes plain integers (no memory is passed). Why at all: without
+        // it an ingest's copy leaves its writing to the final sync; measured on 1,084 MiB
+        // (docs/benchmarks/ingest.md), 10.55 s without against 7.80 s with, link mode
+        // (which writes nothing) 6.6-6.8 s in both runs.
+        let r = unsafe {
+            libc::sync_file_range(
+                self.file.get_ref().as_raw_fd(),
+                offset,
+                nbytes,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
+        };
+        if r != 0 {
+            return Err(Error::io(&self.path, std::io::Error::last_os_error()));
+        }
+        self.behind = to;
+        Ok(())
     }
     fn zero_ahead(&mut self, end: u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
@@ -190,6 +237,11 @@ impl RealRandomAccess {
 
 impl RandomAccessFile for RealRandomAccess {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+    fn read_into(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
         use std::os::unix::fs::FileExt;
         if offset.checked_add(len as u64).is_none_or(|end| end > self.size) {
             return Err(Error::corruption(
@@ -199,13 +251,14 @@ impl RandomAccessFile for RealRandomAccess {
             ));
         }
         if self.direct {
-            return self.read_direct(offset, len);
+            *buf = self.read_direct(offset, len)?;
+            return Ok(());
         }
-        let mut buf = vec![0u8; len];
+        // Only bytes beyond what `buf` held are zeroed.
+        buf.resize(len, 0);
         self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(&self.path, e))?;
-        Ok(buf)
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io(&self.path, e))
     }
     fn size(&self) -> u64 {
         self.size
@@ -224,6 +277,7 @@ impl FileSystem for RealFs {
             len: 0,
             zeroed: 0,
             append_mode: false,
+            behind: 0,
         }))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -238,6 +292,7 @@ impl FileSystem for RealFs {
             len,
             zeroed: 0,
             append_mode: true,
+            behind: len,
         }))
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -97,13 +97,17 @@ pub struct ParsedKey<'a> {
 /// Splits an internal key; `None` if it is too short or has an unknown kind.
 #[inline]
 pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
-    if ikey.len() < TRAILER_LEN {
-        return None;
-    }
-    let (uk, t) = ikey.split_at(ikey.len() - TRAILER_LEN);
-    let trailer = u64::from_be_bytes(t.try_into().ok()?);
+    let (uk, t) = ikey.split_at_checked(ikey.len().checked_sub(TRAILER_LEN)?)?;
+    parse_key_parts(uk, t.try_into().ok()?)
+}
+
+/// [`parse_internal_key`] of `user_key ++ trailer`, the trailer's bytes given apart (a
+/// block check reads them from the block, not from the key it just rebuilt).
+#[inline]
+pub fn parse_key_parts(user_key: &[u8], trailer: [u8; TRAILER_LEN]) -> Option<ParsedKey<'_>> {
+    let trailer = u64::from_be_bytes(trailer);
     Some(ParsedKey {
-        user_key: uk,
+        user_key,
         seq: trailer >> 8,
         kind: ValueKind::from_u8((trailer & 0xff) as u8)?,
     })

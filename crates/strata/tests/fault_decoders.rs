@@ -129,7 +129,7 @@ fn decode(target: &str, data: &[u8], schemas: &[Schema]) {
         }
         "external_sst" => {
             if let Some((_, rest)) = data.split_first()
-                && let Ok(info) = strata::sstable::external::inspect_file(mem("x.sst", rest), Path::new("x.sst"), None)
+                && let Ok(info) = strata::sstable::external::inspect_file(mem("x.sst", rest), Path::new("x.sst"))
                 && let Ok(t) = SstReader::open(mem("x.sst", rest), 1, None)
             {
                 // Read as an ingest installs it: every entry at the global seqno.

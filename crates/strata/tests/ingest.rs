@@ -221,6 +221,50 @@ fn linked_files_share_the_source_and_copies_do_not() {
 }
 
 #[test]
+fn damage_found_mid_copy_leaves_nothing_installed_and_no_staged_file() {
+    let (tmp, db) = small_db();
+    db.put(&key(7), b"kept").unwrap();
+    let ks = db.default_keyspace();
+    let dbdir = tmp.path().join("db");
+    // About 5 MiB: the copy checks and writes it in 1 MiB pieces.
+    let path = tmp.path().join("big.sst");
+    let mut w = ExternalSstWriter::create(&path).unwrap();
+    for i in 0..90_000 {
+        w.put(&key(i), format!("{i:040}").as_bytes()).unwrap();
+    }
+    let size = w.finish().unwrap().file_size;
+    assert!(size > 4 << 20, "{size}");
+    // A data block three quarters in: pieces before it were already copied.
+    let at = size * 3 / 4;
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at as usize] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let (seq, listing) = (db.last_seq(), dir_listing(&dbdir));
+    for link_files in [false, true] {
+        match db.ingest(&ks, &[&path], IngestOptions { link_files }) {
+            // The block's checksum, after it.
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path);
+                assert!(offset >= at && offset - at < 8300, "damage at {at}, error at {offset}");
+            }
+            other => panic!("link_files {link_files}: expected corruption, got {other:?}"),
+        }
+        assert_eq!(
+            dir_listing(&dbdir),
+            listing,
+            "link_files {link_files}: a staged file is left"
+        );
+        assert_eq!(db.last_seq(), seq);
+        assert_eq!(get(&db, 1), None);
+        assert_eq!(get(&db, 7).as_deref(), Some("kept"));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "the source changed");
+    }
+    drop(db);
+    let db = Db::open(&dbdir, small()).unwrap();
+    assert_eq!(db.scan(..).unwrap().count(), 1);
+}
+
+#[test]
 fn several_keyspaces_take_one_seqno_in_one_edit() {
     let (tmp, db) = small_db();
     let one = db.create_keyspace("one").unwrap();

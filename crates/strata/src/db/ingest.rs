@@ -2,12 +2,13 @@
 //! them in one manifest edit.
 //!
 //! Steps, each leaving the database as it was if it fails (files brought in are removed):
-//! 1. each file gets a new file number and is hard-linked (or copied, computing its
-//!    digest) into the database directory and synced, one file per core;
-//! 2. the file in the directory (the bytes that will be served) is read whole and
-//!    checked (`sstable::external::inspect_file`, errors naming the source), then the
-//!    files for one keyspace must not overlap each other, the caller's check runs, and
-//!    the directory is synced;
+//! 1. each file gets a new file number and is checked (`sstable::external::check_copy`,
+//!    errors naming the source) as it is copied into the database directory in one pass
+//!    (each piece read is checked, then written: the bytes served are the bytes
+//!    checked), then synced; or hard-linked, the linked file checked, then synced. One
+//!    file per core;
+//! 2. the files for one keyspace must not overlap each other, the caller's check runs,
+//!    and the directory is synced;
 //! 3. with writes held (this call leads the write queue), memtables that overlap a file
 //!    are flushed, running flushes and compactions are waited for, and no new one
 //!    starts until the edit is in;
@@ -36,7 +37,6 @@ use std::time::Duration;
 
 use super::{Db, DbInner, Keyspace, RESERVED_PREFIX};
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, seek_key, user_key};
 use crate::sstable::{ExternalFileInfo, external, sst_file_name};
@@ -143,7 +143,8 @@ impl Db {
 /// A caller's judgement of the checked files, `(keyspace id, what the file holds)`.
 pub(crate) type FilesCheck<'a> = dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()> + 'a;
 
-/// A file on its way in: numbered, then copied or linked, then checked (`info`).
+/// A file on its way in: numbered, then copied (checked on the way) or linked and
+/// checked (`info`).
 struct Staged {
     keyspace: u32,
     source: PathBuf,
@@ -188,8 +189,8 @@ impl DbInner {
             }
             names
         };
-        // 1 and 2, one file per core: bring each into the directory, then check the copy
-        // (the bytes that will be served); then across files. Numbered first, so a
+        // 1 and 2, one file per core: bring each into the directory, checking the bytes
+        // that will be served as they are copied (or once linked); then across files. Numbered first, so a
         // failure anywhere knows every file to remove.
         let mut staged: Vec<Staged> = Vec::with_capacity(items.len());
         for (keyspace, source) in &items {
@@ -226,15 +227,17 @@ impl DbInner {
         let done = parallel(staged.len(), |i| {
             let s = &staged[i];
             let dest = self.dir.join(sst_file_name(s.number));
-            let (linked, digest) = if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
+            if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
+                let info = external::check_copy(fs.open(&dest)?.as_ref(), &s.source, None)?;
                 // The source's writer may not have synced it (copied onto shared storage).
                 fs.open_append(&dest)?.sync()?;
-                (true, None)
-            } else {
-                (false, Some(copy(fs, &s.source, &dest)?))
-            };
-            let info = external::inspect_file(fs.open(&dest)?, &s.source, digest)?;
-            Ok((linked, info))
+                return Ok((true, info));
+            }
+            // One pass: each piece read is checked, then written; synced once at the end.
+            let mut out = fs.create(&dest)?;
+            let info = external::check_copy(fs.open(&s.source)?.as_ref(), &s.source, Some(out.as_mut()))?;
+            out.sync()?;
+            Ok((false, info))
         })?;
         for (s, (linked, info)) in staged.iter_mut().zip(done) {
             s.linked = linked;
@@ -455,23 +458,4 @@ fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, Strin
         }
     }
     Ok(())
-}
-
-/// Copies `source` to `dest` in 1 MiB pieces and syncs it; returns the copy's digest.
-fn copy(fs: &dyn FileSystem, source: &Path, dest: &Path) -> Result<u64> {
-    const PIECE: u64 = 1 << 20;
-    let src = fs.open(source)?;
-    let size = src.size();
-    let mut out = fs.create(dest)?;
-    let mut digest = crate::sstable::FileDigest::default();
-    let mut at = 0u64;
-    while at < size {
-        let n = PIECE.min(size - at);
-        let buf = src.read_at(at, n as usize)?;
-        digest.update(&buf);
-        out.append(&buf)?;
-        at += n;
-    }
-    out.sync()?;
-    Ok(digest.finish())
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::codec::{DecodeError, Decoder, put_u32, put_varint};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{TRAILER_LEN, compare_internal, parse_internal_key, user_key};
+use crate::key::{ParsedKey, TRAILER_LEN, compare_internal, parse_internal_key, parse_key_parts, user_key};
 
 /// Longest key delta [`BlockIter`] copies as one fixed-size chunk.
 const SHORT_DELTA: usize = 16;
@@ -27,8 +27,8 @@ const SHORT_DELTA: usize = 16;
 /// Restart interval used when the caller has no preference.
 pub const DEFAULT_RESTART_INTERVAL: usize = 16;
 
-fn derr<T>(offset: usize, reason: &'static str) -> std::result::Result<T, DecodeError> {
-    Err(DecodeError { offset, reason })
+fn derr<T, E: From<DecodeError>>(offset: usize, reason: &'static str) -> std::result::Result<T, E> {
+    Err(DecodeError { offset, reason }.into())
 }
 
 /// Accumulates sorted entries into the block format.
@@ -176,19 +176,14 @@ impl Block {
     /// Validates `bytes` as a block (see the module docs). Error offsets are relative to
     /// the block's first byte. Never panics.
     pub fn decode(bytes: Vec<u8>) -> std::result::Result<Block, DecodeError> {
-        let len = bytes.len();
-        let Some(count_at) = len.checked_sub(4) else {
-            return derr(0, "block shorter than its restart count");
-        };
-        let count = Decoder::new(&bytes[count_at..]).u32()? as usize;
-        let Some(data_end) = count.checked_mul(4).and_then(|n| count_at.checked_sub(n)) else {
-            return derr(count_at, "restart count exceeds the block size");
-        };
-        let mut d = Decoder::new(&bytes[data_end..count_at]);
-        let restarts = (0..count)
-            .map(|_| d.u32())
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let entries = validate_entries(&bytes, data_end, &restarts)?;
+        let (data_end, raw_restarts) = split_block(&bytes)?;
+        let restarts: Vec<u32> = raw_restarts
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let entries = validate_entries(&bytes, data_end, raw_restarts, &mut Vec::new(), |_| {
+            Ok::<(), DecodeError>(())
+        })?;
         Ok(Block {
             data: bytes.into_boxed_slice(),
             data_end,
@@ -228,15 +223,71 @@ impl Block {
     }
 }
 
-/// Walks every entry once, checking the invariants in the module docs; returns the count.
-fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::result::Result<usize, DecodeError> {
-    if restarts.first().is_some_and(|&r| r != 0) || (restarts.is_empty() && data_end != 0) {
+/// Splits a block into its entries' end and its restart array (`u32 LE` each), checking
+/// only that the restart count fits.
+fn split_block(bytes: &[u8]) -> std::result::Result<(usize, &[u8]), DecodeError> {
+    let len = bytes.len();
+    let Some(count_at) = len.checked_sub(4) else {
+        return derr(0, "block shorter than its restart count");
+    };
+    let count = Decoder::new(&bytes[count_at..]).u32()? as usize;
+    let Some(data_end) = count.checked_mul(4).and_then(|n| count_at.checked_sub(n)) else {
+        return derr(count_at, "restart count exceeds the block size");
+    };
+    Ok((data_end, &bytes[data_end..count_at]))
+}
+
+/// One entry as [`walk_block`] shows it, once checked.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CheckedEntry<'a> {
+    /// The key, parsed.
+    pub key: ParsedKey<'a>,
+    /// The value.
+    pub value: &'a [u8],
+    /// Offset of the entry in the block.
+    pub offset: usize,
+    /// The key before it in this block when one byte did not show that this key's user
+    /// key is the greater one (`None` for the first entry of the block, and when it did).
+    pub prev: Option<&'a [u8]>,
+}
+
+/// Checks a block's bytes in place as [`Block::decode`] does (no copy of the block, no
+/// allocation once `key` has grown), handing each entry to `visit` in order; returns the
+/// count. `key` is the caller's buffer, holding the block's last key afterwards. For a
+/// bulk check of many blocks (`sstable::external`).
+pub(crate) fn walk_block<E: From<DecodeError>>(
+    bytes: &[u8],
+    key: &mut Vec<u8>,
+    visit: impl FnMut(CheckedEntry<'_>) -> std::result::Result<(), E>,
+) -> std::result::Result<usize, E> {
+    let (data_end, restarts) = split_block(bytes)?;
+    validate_entries(bytes, data_end, restarts, key, visit)
+}
+
+/// Walks every entry once, checking the invariants in the module docs and handing each
+/// to `visit`; returns the count. `restarts` is the raw restart array.
+#[inline(always)]
+fn validate_entries<E: From<DecodeError>>(
+    data: &[u8],
+    data_end: usize,
+    restarts: &[u8],
+    key: &mut Vec<u8>,
+    mut visit: impl FnMut(CheckedEntry<'_>) -> std::result::Result<(), E>,
+) -> std::result::Result<usize, E> {
+    let restart_at = |i: usize| {
+        restarts
+            .get(4 * i..4 * i + 4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
+    };
+    let count = restarts.len() / 4;
+    if restart_at(0).is_some_and(|r| r != 0) || (count == 0 && data_end != 0) {
         return derr(data_end, "first entry is not a restart point");
     }
-    let (mut key, mut prev) = (Vec::new(), Vec::<u8>::new());
+    key.clear();
+    let mut prev = Vec::<u8>::new();
     let (mut off, mut next_restart, mut n) = (0usize, 0usize, 0usize);
     while off < data_end {
-        let restart = restarts.get(next_restart).map(|&r| r as usize);
+        let restart = restart_at(next_restart);
         if restart.is_some_and(|r| r < off) {
             return derr(off, "restart point not on an entry boundary");
         }
@@ -250,28 +301,39 @@ fn validate_entries(data: &[u8], data_end: usize, restarts: &[u32]) -> std::resu
         if e.shared > key.len() {
             return derr(off, "shared prefix longer than the previous key");
         }
-        let delta = &data[e.delta];
         // The previous key is kept aside only when one byte cannot settle the order.
+        let delta = data.get(e.delta.clone()).unwrap_or_default();
         let settled = if n == 0 {
             Some(true)
         } else {
-            first_byte_order(&key, e.shared, delta)
+            first_byte_order(key, e.shared, delta)
         };
         if settled.is_none() {
-            prev.clone_from(&key);
+            prev.clone_from(key);
         }
-        key.truncate(e.shared);
-        key.extend_from_slice(delta);
-        if parse_internal_key(&key).is_none() {
+        extend_key(key, data, &e);
+        // The trailer is read from the block when the delta holds it: read back from the
+        // key just rebuilt, it would straddle two stores and stall.
+        let parsed = match (delta.last_chunk::<TRAILER_LEN>(), key.len().checked_sub(TRAILER_LEN)) {
+            (Some(t), Some(uk)) => key.get(..uk).and_then(|uk| parse_key_parts(uk, *t)),
+            _ => parse_internal_key(key),
+        };
+        let Some(parsed) = parsed else {
             return derr(off, "invalid internal key");
-        }
-        if !settled.unwrap_or_else(|| compare_internal(&prev, &key) == Ordering::Less) {
+        };
+        if !settled.unwrap_or_else(|| compare_internal(&prev, key) == Ordering::Less) {
             return derr(off, "keys out of order");
         }
+        visit(CheckedEntry {
+            key: parsed,
+            value: data.get(e.value.clone()).unwrap_or_default(),
+            offset: off,
+            prev: (n > 0 && settled.is_none()).then_some(prev.as_slice()),
+        })?;
         n += 1;
         off = e.value.end;
     }
-    if next_restart != restarts.len() {
+    if next_restart != count {
         return derr(data_end, "restart point past the last entry");
     }
     Ok(n)
@@ -489,6 +551,16 @@ fn decode_into<const SAME: bool>(
             // The first differing byte usually settles it.
             Some(n) => key.get(e.shared) == delta.first() && key.get(e.shared..e.shared + n) == delta.get(..n),
         };
+    extend_key(key, data, &e);
+    Ok((e, same))
+}
+
+/// Replaces `key` (the previous entry's key) by entry `e`'s: its shared prefix, then the
+/// delta. REQUIRES: `e.shared <= key.len()` and the delta inside `data`.
+#[inline(always)]
+fn extend_key(key: &mut Vec<u8>, data: &[u8], e: &Entry) {
+    let delta = data.get(e.delta.clone()).unwrap_or_default();
+    let len = e.shared + delta.len();
     key.truncate(e.shared);
     match data.get(e.delta.start..).and_then(<[u8]>::first_chunk::<SHORT_DELTA>) {
         // A short delta (a multimap value, a counter's last bytes) is copied as a
@@ -500,7 +572,6 @@ fn decode_into<const SAME: bool>(
         }
         _ => key.extend_from_slice(delta),
     }
-    Ok((e, same))
 }
 
 impl InternalIterator for BlockIter {

@@ -7,17 +7,23 @@
 //! every entry has seqno 0 (the database reads the whole file with one global seqno it
 //! assigns at ingest), each user key appears once (strictly increasing keys), and only
 //! puts and point deletes appear (no range or deferred deletes).
+//!
+//! The check ([`check_copy`]) reads a file once: its tail (footer, meta blocks), then its
+//! data blocks a piece of whole blocks at a time, each block's checksum once and each
+//! entry in place in one loop (`block::walk_block`, no allocation per entry); an ingest's
+//! copy writes each piece once it is checked, so the copy is the bytes checked.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::block::walk_block;
 use super::builder::{SstOptions, SstWriter};
-use super::format::{FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC, unseal_block_in};
 use super::reader::SstReader;
+use crate::codec::DecodeError;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs, WritableFile};
-use crate::iter::InternalIterator;
-use crate::key::{ValueKind, encode_internal_key, parse_internal_key};
+use crate::key::{ValueKind, encode_internal_key, user_key};
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 /// What an external file holds, as recorded by [`ExternalSstWriter::finish`] and
@@ -313,55 +319,42 @@ impl ExternalSstWriter {
 /// Reads an external file whole and checks that an ingest may take it: the current
 /// format version, every block's checksum, seqno 0 throughout, strictly increasing user
 /// keys, only puts and deletes, no range tombstones, and counts that agree with the
-/// properties block. Returns what it holds, with the file's [`FileDigest`]. A bad file is an error naming the file (and, for damage, the
-/// offset); the file is never changed.
+/// properties block. Returns what it holds, with the file's [`FileDigest`]. A bad file
+/// is an error naming the file (and, for damage, the offset); the file is never changed.
 pub fn inspect(fs: &dyn FileSystem, path: &Path) -> Result<ExternalFileInfo> {
-    inspect_file(fs.open(path)?, path, None)
+    inspect_file(fs.open(path)?, path)
 }
 
-/// [`inspect`] of an open file, naming it `path` in errors and in the result (an ingest
-/// checks its copy under the source's name), with its digest if already known (the
-/// copy computed it).
-pub fn inspect_file(
-    file: Arc<dyn crate::fs::RandomAccessFile>,
+/// [`inspect`] of an open file, naming it `path` in errors and in the result.
+pub fn inspect_file(file: Arc<dyn crate::fs::RandomAccessFile>, path: &Path) -> Result<ExternalFileInfo> {
+    check_copy(file.as_ref(), path, None)
+}
+
+/// Most bytes read at a time by [`check_copy`] (more when one block is larger).
+const PIECE: u64 = 1 << 20;
+
+/// Checks `file` as [`inspect`] does, reading it once: first its tail (footer and meta
+/// blocks), then its data blocks in pieces of whole blocks, each piece checked and then
+/// appended to `out` (a copy's destination) when there is one, the tail last. So the
+/// bytes written are the bytes checked, and a file that fails is never written whole
+/// (the caller removes the partial copy). Errors name `path` (and, for damage, the
+/// offset); the result names it too.
+pub fn check_copy(
+    file: &dyn crate::fs::RandomAccessFile,
     path: &Path,
-    digest: Option<u64>,
+    mut out: Option<&mut dyn WritableFile>,
 ) -> Result<ExternalFileInfo> {
-    let renamed = |e: Error| match e {
+    let named = |e: Error| match e {
         Error::Corruption { offset, reason, .. } => Error::Corruption {
             file: path.to_path_buf(),
             offset,
             reason,
         },
+        Error::Io { path: None, source } => Error::io(path, source),
         e => e,
     };
-    inspect_named(file, path, digest).map_err(renamed)
-}
-
-fn inspect_named(
-    file: Arc<dyn crate::fs::RandomAccessFile>,
-    path: &Path,
-    digest: Option<u64>,
-) -> Result<ExternalFileInfo> {
-    let file_size = file.size();
     let bad = |reason: String| Error::InvalidArgument(format!("{}: {reason}", path.display()));
-    // The version first, from the raw footer (magic at 64, version at 72): a table of
-    // another version is refused as such, whether or not this build could read it.
-    if let Some(at) = file_size.checked_sub(FOOTER_LEN as u64) {
-        let footer = file.read_at(at, FOOTER_LEN)?;
-        if let (Some(magic), Some(version)) = (footer.get(64..72), footer.get(72..76))
-            && magic == TABLE_MAGIC.to_le_bytes()
-        {
-            let version = u32::from_le_bytes(version.try_into().unwrap_or([0; 4]));
-            if version != FORMAT_VERSION {
-                return Err(bad(format!(
-                    "table format version {version}; ingest takes version {FORMAT_VERSION} only"
-                )));
-            }
-        }
-    }
-    let reader = Arc::new(SstReader::open(file.clone(), 0, None)?);
-    let version = reader.footer().version;
+    let (tail, reader) = read_tail(file, path).map_err(named)?;
     let props = reader.properties();
     if !reader.range_tombstones().is_empty() || props.range_deletes > 0 || props.deferred_deletes > 0 {
         return Err(bad(
@@ -374,84 +367,355 @@ fn inspect_named(
             props.max_seq
         )));
     }
-    let (mut entries, mut deletes, mut raw_bytes) = (0u64, 0u64, 0u64);
-    let mut smallest = Vec::new();
-    let mut last: Vec<u8> = Vec::new();
-    // Block by block (the table iterator's positioning logic is not needed here).
-    let handles: Vec<_> = reader.fences().map(|(_, h)| h).collect();
-    for handle in handles {
-        let mut it = reader.block_iter(handle)?;
-        it.seek_to_first()?;
-        while it.valid() {
-            let Some(p) = parse_internal_key(it.key()) else {
-                return Err(bad(format!("entry {entries} has a malformed key")));
+    let handles: Vec<BlockHandle> = reader.fences().map(|(_, h)| h).collect();
+    let mut entries = Entries::default();
+    let mut digest = FileDigest::default();
+    let mut at = 0u64;
+    let mut i = 0;
+    let mut bytes = Vec::new();
+    while i < handles.len() {
+        // The next blocks, up to a piece's worth (at least one).
+        let mut j = i;
+        let mut end = at;
+        while let Some(h) = handles.get(j) {
+            let block_end = h.end_with_trailer().filter(|&e| e <= tail.start && h.offset >= end);
+            let Some(block_end) = block_end else {
+                return Err(named(Error::corruption(
+                    path,
+                    h.offset,
+                    "data block overlaps another block or the meta blocks",
+                )));
             };
-            if p.seq != 0 {
-                return Err(bad(format!(
-                    "entry {entries} has seqno {} (external files use 0)",
-                    p.seq
-                )));
+            if j > i && block_end - at > PIECE {
+                break;
             }
-            match p.kind {
-                ValueKind::Put => {}
-                ValueKind::Delete => deletes += 1,
-                ValueKind::DeferredDelete => return Err(bad(format!("entry {entries} is a deferred delete"))),
-            }
-            if entries == 0 {
-                smallest = p.user_key.to_vec();
-            } else if p.user_key <= last.as_slice() {
-                return Err(bad(format!(
-                    "entry {entries} (key {}) does not sort after the previous key: keys must be unique and sorted",
-                    super::dump::escape(p.user_key)
-                )));
-            }
-            last.clear();
-            last.extend_from_slice(p.user_key);
-            raw_bytes += (p.user_key.len() + it.value().len()) as u64;
-            entries += 1;
-            it.next()?;
+            end = block_end;
+            j += 1;
         }
+        file.read_into(at, (end - at) as usize, &mut bytes).map_err(named)?;
+        for h in &handles[i..j] {
+            let from = (h.offset - at) as usize;
+            let raw = bytes
+                .get(from..from + h.size as usize + BLOCK_TRAILER_LEN)
+                .unwrap_or_default();
+            entries.check_block(raw, h.offset).map_err(|e| match e {
+                Bad::Block(e) => {
+                    Error::corruption(path, h.offset + e.offset as u64, format!("data block: {}", e.reason))
+                }
+                Bad::Entry(reason) => bad(reason),
+            })?;
+        }
+        pass_on(&bytes, &mut digest, &mut out)?;
+        at = end;
+        i = j;
     }
-    if entries == 0 {
+    // Bytes between the last data block and the meta blocks (none in files this crate
+    // writes) are copied as they are: no reader ever reads them.
+    if at < tail.start {
+        let gap = file.read_at(at, (tail.start - at) as usize).map_err(named)?;
+        pass_on(&gap, &mut digest, &mut out)?;
+    }
+    pass_on(&tail.bytes, &mut digest, &mut out)?;
+    if entries.count == 0 {
         return Err(bad("holds no entries".into()));
     }
-    if entries != props.entries || smallest != props.smallest_user_key || last != props.largest_user_key {
+    if entries.count != props.entries
+        || entries.smallest != props.smallest_user_key
+        || entries.last != props.largest_user_key
+    {
         return Err(bad("entries disagree with the properties block".into()));
     }
-    let digest = match digest {
-        Some(d) => d,
-        None => file_digest(file.as_ref())?,
-    };
     Ok(ExternalFileInfo {
         path: path.to_path_buf(),
-        format_version: version,
-        smallest,
-        largest: last,
-        entries,
-        deletes,
-        raw_bytes,
-        file_size,
-        digest,
+        format_version: reader.footer().version,
+        smallest: entries.smallest,
+        largest: entries.last,
+        entries: entries.count,
+        deletes: entries.deletes,
+        raw_bytes: entries.raw_bytes,
+        file_size: file.size(),
+        digest: digest.finish(),
     })
 }
 
-/// The [`FileDigest`] of a whole file, read in 1 MiB pieces.
-fn file_digest(file: &dyn crate::fs::RandomAccessFile) -> Result<u64> {
-    const PIECE: u64 = 1 << 20;
-    let size = file.size();
-    let mut d = FileDigest::default();
-    let mut at = 0u64;
-    while at < size {
-        let n = PIECE.min(size - at);
-        d.update(&file.read_at(at, n as usize)?);
-        at += n;
+/// Adds checked bytes to the digest and to the copy, if any, whose device is asked to
+/// start writing them.
+fn pass_on(bytes: &[u8], digest: &mut FileDigest, out: &mut Option<&mut dyn WritableFile>) -> Result<()> {
+    digest.update(bytes);
+    if let Some(out) = out {
+        out.append(bytes)?;
+        out.write_behind()?;
     }
-    Ok(d.finish())
+    Ok(())
+}
+
+/// Reads a table's tail (the footer and the meta blocks after the data blocks) once and
+/// opens a reader over it: the format version first, from the raw footer (magic at 64,
+/// version at 72), so a table of another version is refused as such, whether or not
+/// this build could read it; then everything [`SstReader::open`] checks.
+fn read_tail(file: &dyn crate::fs::RandomAccessFile, path: &Path) -> Result<(Arc<Tail>, SstReader)> {
+    let size = file.size();
+    let Some(footer_at) = size.checked_sub(FOOTER_LEN as u64) else {
+        return Err(Error::corruption(
+            path,
+            0,
+            format!("file of {size} bytes is too small for an SSTable"),
+        ));
+    };
+    let footer = file.read_at(footer_at, FOOTER_LEN)?;
+    if let (Some(magic), Some(version)) = (footer.get(64..72), footer.get(72..76))
+        && magic == TABLE_MAGIC.to_le_bytes()
+    {
+        let version = u32::from_le_bytes(version.try_into().unwrap_or([0; 4]));
+        if version != FORMAT_VERSION {
+            return Err(Error::InvalidArgument(format!(
+                "{}: table format version {version}; ingest takes version {FORMAT_VERSION} only",
+                path.display()
+            )));
+        }
+    }
+    let decoded = Footer::decode(&footer, size)
+        .map_err(|e| Error::corruption(path, footer_at + e.offset as u64, format!("footer: {}", e.reason)))?;
+    let start = [decoded.index, decoded.filter, decoded.properties, decoded.range_del]
+        .iter()
+        .map(|h| h.offset)
+        .min()
+        .unwrap_or(footer_at);
+    let tail = Arc::new(Tail {
+        path: path.to_path_buf(),
+        start,
+        size,
+        bytes: file.read_at(start, (size - start) as usize)?,
+    });
+    let reader = SstReader::open(tail.clone(), 0, None)?;
+    Ok((tail, reader))
+}
+
+/// A table's tail held in memory, read as the file: reads outside it are an error (the
+/// reader opened over it reads only the footer and the meta blocks).
+struct Tail {
+    path: PathBuf,
+    start: u64,
+    size: u64,
+    bytes: Vec<u8>,
+}
+
+impl crate::fs::RandomAccessFile for Tail {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        offset
+            .checked_sub(self.start)
+            .and_then(|from| usize::try_from(from).ok())
+            .and_then(|from| self.bytes.get(from..from.checked_add(len)?))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| Error::corruption(&self.path, offset, "a meta block lies among the data blocks"))
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Why a data block was refused: damage found decoding it, or an entry an external
+/// file may not hold.
+enum Bad {
+    Block(DecodeError),
+    Entry(String),
+}
+
+impl From<DecodeError> for Bad {
+    fn from(e: DecodeError) -> Self {
+        Bad::Block(e)
+    }
+}
+
+/// The entries checked so far, across blocks.
+#[derive(Default)]
+struct Entries {
+    count: u64,
+    deletes: u64,
+    raw_bytes: u64,
+    smallest: Vec<u8>,
+    /// The last user key.
+    last: Vec<u8>,
+    /// The block being walked's keys (its last key once walked).
+    key: Vec<u8>,
+    /// A compressed block's payload.
+    buf: Vec<u8>,
+}
+
+impl Entries {
+    /// Checks one sealed data block (`raw`, at file offset `base`): its checksum, its
+    /// format, and every entry: seqno 0, a put or a delete, its user key after the one
+    /// before (in this block or the last).
+    fn check_block(&mut self, raw: &[u8], base: u64) -> std::result::Result<(), Bad> {
+        let Entries {
+            count,
+            deletes,
+            raw_bytes,
+            smallest,
+            last,
+            key,
+            buf,
+        } = self;
+        let payload = unseal_block_in(raw, buf)?;
+        let first = *count;
+        walk_block(payload, key, |e| {
+            let n = *count;
+            let at = || base + e.offset as u64;
+            if e.key.seq != 0 {
+                return Err(Bad::Entry(format!(
+                    "entry {n} (offset {}) has seqno {} (external files use 0)",
+                    at(),
+                    e.key.seq
+                )));
+            }
+            match e.key.kind {
+                ValueKind::Put => {}
+                ValueKind::Delete => *deletes += 1,
+                ValueKind::DeferredDelete => {
+                    return Err(Bad::Entry(format!("entry {n} (offset {}) is a deferred delete", at())));
+                }
+            }
+            // Within the block, the walk proved the order of internal keys, and of user
+            // keys too unless it shows the previous key; across blocks, compare here.
+            let before = if n == first {
+                (n > 0).then_some(last.as_slice())
+            } else {
+                e.prev.map(user_key)
+            };
+            if before.is_some_and(|b| e.key.user_key <= b) {
+                return Err(Bad::Entry(format!(
+                    "entry {n} (offset {}, key {}) does not sort after the previous key: keys must be unique and sorted",
+                    at(),
+                    super::dump::escape(e.key.user_key)
+                )));
+            }
+            if n == 0 {
+                smallest.extend_from_slice(e.key.user_key);
+            }
+            *raw_bytes += (e.key.user_key.len() + e.value.len()) as u64;
+            *count += 1;
+            Ok(())
+        })?;
+        // An empty block leaves the last key as it was.
+        if *count > first {
+            last.clear();
+            last.extend_from_slice(user_key(key));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iter::InternalIterator;
+    use crate::sstable::format::Compression;
+
+    /// A file held in memory (a tail that starts at 0 is the whole file).
+    fn in_memory(path: &Path, bytes: Vec<u8>) -> Tail {
+        Tail {
+            path: path.to_path_buf(),
+            start: 0,
+            size: bytes.len() as u64,
+            bytes,
+        }
+    }
+
+    /// An external file of `n` keys (values of 24 bytes, compressible) written with `opts`.
+    fn written(dir: &Path, name: &str, n: u32, opts: SstOptions) -> (PathBuf, ExternalFileInfo) {
+        let path = dir.join(name);
+        let mut w = ExternalSstWriter::create_with(&RealFs, &path, opts).unwrap();
+        for i in 0..n {
+            let key = format!("key{:07}", i * 7);
+            if i % 10 == 3 {
+                w.delete(key.as_bytes()).unwrap();
+            } else {
+                w.put(key.as_bytes(), format!("value-{i:018}").as_bytes()).unwrap();
+            }
+        }
+        let info = w.finish().unwrap();
+        (path, info)
+    }
+
+    #[test]
+    fn a_checked_copy_writes_exactly_the_bytes_it_read_across_many_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        // About 3.5 MiB: four pieces.
+        let (path, info) = written(dir.path(), "big.sst", 100_000, SstOptions::default());
+        assert!(info.file_size > 3 * PIECE, "{}", info.file_size);
+        let bytes = std::fs::read(&path).unwrap();
+        let copy = dir.path().join("copy.sst");
+        let mut out = RealFs.create(&copy).unwrap();
+        let got = check_copy(&in_memory(&path, bytes.clone()), &path, Some(out.as_mut())).unwrap();
+        out.sync().unwrap();
+        assert_eq!(got, info);
+        assert!(
+            std::fs::read(&copy).unwrap() == bytes,
+            "the copy differs from the source"
+        );
+        assert_eq!((got.entries, got.deletes), (100_000, 10_000));
+        // Damage in the last piece: the pieces before it were written, the rest not.
+        let mut bad = bytes.clone();
+        let at = info.file_size as usize - (PIECE as usize) / 2;
+        bad[at] ^= 4;
+        let mut out = RealFs.create(&copy).unwrap();
+        assert!(check_copy(&in_memory(&path, bad), &path, Some(out.as_mut())).is_err());
+        out.sync().unwrap();
+        let written = std::fs::read(&copy).unwrap();
+        assert!(written.len() as u64 > PIECE && written.len() < at, "{}", written.len());
+        assert!(bytes.starts_with(&written));
+    }
+
+    #[test]
+    fn every_damaged_byte_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for compression in [Compression::None, Compression::Lz4] {
+            let opts = SstOptions {
+                block_size: 256,
+                compression,
+                ..SstOptions::default()
+            };
+            let (path, info) = written(dir.path(), &format!("{compression:?}.sst"), 200, opts);
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(check_copy(&in_memory(&path, bytes.clone()), &path, None).unwrap(), info);
+            // Every byte lies in a block or the footer, each under its own checksum.
+            for at in 0..bytes.len() {
+                for bit in [0x01u8, 0x80] {
+                    let mut bad = bytes.clone();
+                    bad[at] ^= bit;
+                    match check_copy(&in_memory(&path, bad), &path, None) {
+                        Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+                        Err(Error::InvalidArgument(m)) => assert!(m.contains(&*path.to_string_lossy()), "{m}"),
+                        other => panic!("{compression:?}: byte {at} ^ {bit:#x}: {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_user_key_repeated_across_a_block_boundary_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dup.sst");
+        // One entry per block: the check compares the keys across the boundary.
+        let opts = SstOptions {
+            block_size: 1,
+            ..SstOptions::default()
+        };
+        let mut b = SstWriter::new(RealFs.create(&path).unwrap(), path.clone(), opts);
+        b.add(&crate::key::internal_key(b"a", 0, ValueKind::Put), b"1").unwrap();
+        b.add(&crate::key::internal_key(b"b", 0, ValueKind::Put), b"2").unwrap();
+        b.add(&crate::key::internal_key(b"b", 0, ValueKind::Delete), b"")
+            .unwrap();
+        let (_, props) = b.finish().unwrap();
+        assert_eq!(props.data_blocks, 3);
+        let e = inspect(&RealFs, &path).unwrap_err().to_string();
+        assert!(e.contains("entry 2") && e.contains("unique and sorted"), "{e}");
+        assert!(e.contains("dup.sst"), "{e}");
+    }
 
     #[test]
     fn writer_refuses_unsorted_and_duplicate_keys_and_keeps_going() {

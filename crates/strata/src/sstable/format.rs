@@ -210,6 +210,20 @@ pub fn unseal_block_owned(mut raw: Vec<u8>) -> Result<Vec<u8>, DecodeError> {
     }
 }
 
+/// [`unseal_block`] without a copy: an uncompressed payload is returned as a slice of
+/// `raw`, a compressed one is decompressed into `buf` (reused across blocks), for a bulk
+/// check of many blocks.
+pub fn unseal_block_in<'a>(raw: &'a [u8], buf: &'a mut Vec<u8>) -> Result<&'a [u8], DecodeError> {
+    let (body_len, kind) = check_sealed(raw)?;
+    match kind {
+        Compression::None => Ok(&raw[..body_len]),
+        Compression::Lz4 => {
+            decompress_lz4_into(&raw[..body_len], buf)?;
+            Ok(buf)
+        }
+    }
+}
+
 /// Checks a sealed block's trailer and checksum; returns the payload's length and how it
 /// is compressed.
 fn check_sealed(raw: &[u8]) -> Result<(usize, Compression), DecodeError> {
@@ -229,6 +243,13 @@ fn check_sealed(raw: &[u8]) -> Result<(usize, Compression), DecodeError> {
 }
 
 fn decompress_lz4(payload: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    let mut out = Vec::new();
+    decompress_lz4_into(payload, &mut out)?;
+    Ok(out)
+}
+
+/// Decompresses an LZ4 payload (its size prepended) into `out`, replacing its contents.
+fn decompress_lz4_into(payload: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
     let err = |offset, reason| Err(DecodeError { offset, reason });
     let mut d = Decoder::new(payload);
     let size = d.u32()? as usize;
@@ -238,9 +259,10 @@ fn decompress_lz4(payload: &[u8]) -> Result<Vec<u8>, DecodeError> {
     if size > input.len().saturating_mul(255).saturating_add(16) {
         return err(0, "implausible LZ4 uncompressed size");
     }
-    let mut out = vec![0u8; size];
-    match lz4_flex::block::decompress_into(input, &mut out) {
-        Ok(n) if n == size => Ok(out),
+    out.clear();
+    out.resize(size, 0);
+    match lz4_flex::block::decompress_into(input, out) {
+        Ok(n) if n == size => Ok(()),
         Ok(_) => err(0, "LZ4 block shorter than its recorded size"),
         Err(_) => err(4, "malformed LZ4 data"),
     }
