@@ -193,15 +193,13 @@ impl Counters {
     }
 }
 
-/// Point-lookup and scan counters of the calling thread's reads so far.
+/// Point-lookup counters of the calling thread's reads so far.
 #[derive(Debug, Clone, Copy, Default)]
-struct ReadCounters {
+struct LookupCounters {
     /// Data pages point lookups searched.
-    lookup_pages: u64,
+    pages: u64,
     /// Bloom filters point lookups probed.
-    lookup_probes: u64,
-    /// Data blocks reads touched (cache hits and misses).
-    blocks: u64,
+    probes: u64,
 }
 
 /// What the mix runs against: Strata in one of its delete modes, or (with the `rocksdb`
@@ -214,7 +212,10 @@ trait Engine {
     /// One secondary range delete: every entry whose delete key lies in `lo..hi`.
     fn delete_where(&self, lo: u64, hi: u64) -> BenchResult<()>;
     fn counters(&self) -> Counters;
-    fn read_counters(&self) -> ReadCounters;
+    /// Read per point lookup (cheap: read around every one).
+    fn lookup_counters(&self) -> LookupCounters;
+    /// Data blocks reads touched so far (cache hits and misses).
+    fn blocks_touched(&self) -> u64;
     /// Fails unless every key of `gone` reads absent and every key of `kept` present
     /// (run after each measured delete by engines whose delete the benchmark builds
     /// itself; free of I/O accounting).
@@ -324,13 +325,16 @@ impl Engine for StrataEngine {
         }
     }
 
-    fn read_counters(&self) -> ReadCounters {
-        let s = self.db.stats();
-        ReadCounters {
-            lookup_pages: LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed),
-            lookup_probes: LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed),
-            blocks: s.block_cache_hits + s.block_cache_misses,
+    fn lookup_counters(&self) -> LookupCounters {
+        LookupCounters {
+            pages: LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed),
+            probes: LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed),
         }
+    }
+
+    fn blocks_touched(&self) -> u64 {
+        let s = self.db.stats();
+        s.block_cache_hits + s.block_cache_misses
     }
 
     fn compact_all(&self) -> BenchResult<()> {
@@ -467,24 +471,23 @@ impl Work {
 
     fn point(&mut self, e: &dyn Engine, t: &mut Tally) -> BenchResult<()> {
         let k = self.keys[self.rng.gen_range(0..self.keys.len())];
-        let r0 = e.read_counters();
+        let c0 = e.lookup_counters();
         let start = Instant::now();
         std::hint::black_box(e.get(&k)?);
         t.lookup_secs += start.elapsed().as_secs_f64();
-        let r1 = e.read_counters();
+        let c1 = e.lookup_counters();
         t.lookups += 1;
-        t.lookup_pages += r1.lookup_pages - r0.lookup_pages;
-        t.lookup_probes += r1.lookup_probes - r0.lookup_probes;
+        t.lookup_pages += c1.pages - c0.pages;
+        t.lookup_probes += c1.probes - c0.probes;
         Ok(())
     }
 
     fn range(&mut self, e: &dyn Engine, t: &mut Tally) -> BenchResult<()> {
         let from = key(&mut self.rng);
-        let r0 = e.read_counters();
+        let b0 = e.blocks_touched();
         std::hint::black_box(e.range(&from)?);
-        let r1 = e.read_counters();
         t.ranges += 1;
-        t.range_blocks += r1.blocks - r0.blocks;
+        t.range_blocks += e.blocks_touched() - b0;
         Ok(())
     }
 

@@ -32,7 +32,7 @@ use rocksdb::{BottommostLevelCompaction, Cache, CompactOptions, DB, Options, Rea
 use strata::sstable::bloom::BloomPolicy;
 
 use super::{
-    Counters, Engine, KiwiResult, KiwiShape, RANGE_LEN, ReadCounters, baseline_result, load_and_measure, value,
+    Counters, Engine, KiwiResult, KiwiShape, LookupCounters, RANGE_LEN, baseline_result, load_and_measure, value,
 };
 use crate::BenchResult;
 use crate::engines::rocksdb::{Tuning, tuned_options};
@@ -154,14 +154,15 @@ impl Engine for RocksEngine {
         }
     }
 
-    fn read_counters(&self) -> ReadCounters {
-        let blocks = self.perf.metric(PerfMetric::BlockCacheHitCount) + self.perf.metric(PerfMetric::BlockReadCount);
-        ReadCounters {
-            lookup_pages: blocks,
-            lookup_probes: self.perf.metric(PerfMetric::BloomSstHitCount)
-                + self.perf.metric(PerfMetric::BloomSstMissCount),
-            blocks,
+    fn lookup_counters(&self) -> LookupCounters {
+        LookupCounters {
+            pages: self.blocks_touched(),
+            probes: self.perf.metric(PerfMetric::BloomSstHitCount) + self.perf.metric(PerfMetric::BloomSstMissCount),
         }
+    }
+
+    fn blocks_touched(&self) -> u64 {
+        self.perf.metric(PerfMetric::BlockCacheHitCount) + self.perf.metric(PerfMetric::BlockReadCount)
     }
 
     fn check(&self, gone: &[[u8; 16]], kept: &[[u8; 16]]) -> BenchResult<()> {
