@@ -197,10 +197,10 @@ impl Engine for RocksEngine {
         self.wait()
     }
 
+    /// Waits for running and pending flushes and compactions (without flushing the
+    /// memtable, as Strata's `wait_for_background`).
     fn wait(&self) -> BenchResult<()> {
-        let mut w = WaitForCompactOptions::default();
-        w.set_flush(true);
-        self.db.wait_for_compact(&w)?;
+        self.db.wait_for_compact(&WaitForCompactOptions::default())?;
         Ok(())
     }
 
