@@ -1,5 +1,5 @@
 //! RocksDB (the `rocksdb` crate's bundled release build), for `kv`, behind the
-//! [`KvEngine`] trait.
+//! [`KvEngine`] trait; its options ([`tuned_options`]) also serve `lethe --kiwi` (c).
 //! Compiled only with the `rocksdb` feature of strata-bench.
 
 use std::path::Path;
@@ -21,40 +21,74 @@ pub struct RocksKv {
     _cache: Option<Cache>,
 }
 
-/// RocksDB's options for `cfg`, matching Strata's (see `engines::strata::kv_options`):
-/// leveled compaction with L1 = memtable * size ratio (static level sizes, as Strata's),
-/// three memtables in all, same L0 triggers, file size, block size, bloom bits, block
-/// cache, background jobs, no compression.
-fn options(cfg: &KvConfig) -> (Options, Option<Cache>) {
+/// The settings a benchmark gives RocksDB (and Strata alike).
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// Bytes of one memtable (`write_buffer_size`; three in all).
+    pub write_buffer_size: usize,
+    /// Background flush and compaction jobs.
+    pub background_jobs: usize,
+    /// Size ratio T between levels (L1 = memtable * T).
+    pub size_ratio: f64,
+    /// Target SSTable size.
+    pub target_file_size: u64,
+    /// Data block size.
+    pub block_size: usize,
+    /// Bloom filter bits per key (0: no filter).
+    pub bloom_bits: f64,
+    /// LRU block cache bytes (0: no cache).
+    pub cache_size: usize,
+}
+
+/// RocksDB's options for `t`: leveled compaction with L1 = memtable * size ratio (static
+/// level sizes, as Strata's), three memtables in all, Strata's L0 triggers, the given
+/// file size, block size, bloom bits, block cache and background jobs, no compression,
+/// statistics on (flush and compaction bytes). The cache is returned so it outlives the
+/// database.
+pub fn tuned_options(t: &Tuning) -> (Options, Option<Cache>) {
     let mut o = Options::default();
     o.create_if_missing(true);
-    o.set_write_buffer_size(cfg.write_buffer_size);
+    o.set_write_buffer_size(t.write_buffer_size);
     o.set_max_write_buffer_number(3);
-    o.set_max_background_jobs(cfg.background_threads.max(1) as i32);
+    o.set_max_background_jobs(t.background_jobs.max(1) as i32);
     o.set_compression_type(DBCompressionType::None);
     o.set_level_compaction_dynamic_level_bytes(false);
-    o.set_max_bytes_for_level_base((cfg.write_buffer_size as f64 * cfg.size_ratio) as u64);
-    o.set_max_bytes_for_level_multiplier(cfg.size_ratio);
-    o.set_target_file_size_base(64 << 20);
+    o.set_max_bytes_for_level_base((t.write_buffer_size as f64 * t.size_ratio) as u64);
+    o.set_max_bytes_for_level_multiplier(t.size_ratio);
+    o.set_target_file_size_base(t.target_file_size);
     o.set_level_zero_file_num_compaction_trigger(4);
     o.set_level_zero_slowdown_writes_trigger(20);
     o.set_level_zero_stop_writes_trigger(36);
     o.enable_statistics();
-    let mut t = BlockBasedOptions::default();
-    t.set_block_size(cfg.block_size);
-    if cfg.bloom_bits > 0.0 {
-        t.set_bloom_filter(cfg.bloom_bits, false);
+    let mut b = BlockBasedOptions::default();
+    b.set_block_size(t.block_size);
+    if t.bloom_bits > 0.0 {
+        b.set_bloom_filter(t.bloom_bits, false);
     }
-    let cache = if cfg.cache_size > 0 {
-        let c = Cache::new_lru_cache(cfg.cache_size);
-        t.set_block_cache(&c);
+    let cache = if t.cache_size > 0 {
+        let c = Cache::new_lru_cache(t.cache_size);
+        b.set_block_cache(&c);
         Some(c)
     } else {
-        t.disable_cache();
+        b.disable_cache();
         None
     };
-    o.set_block_based_table_factory(&t);
+    o.set_block_based_table_factory(&b);
     (o, cache)
+}
+
+/// RocksDB's options for `cfg`, matching Strata's (see `engines::strata::kv_options`):
+/// [`tuned_options`] with `kv`'s settings and 64 MiB files.
+fn options(cfg: &KvConfig) -> (Options, Option<Cache>) {
+    tuned_options(&Tuning {
+        write_buffer_size: cfg.write_buffer_size,
+        background_jobs: cfg.background_threads,
+        size_ratio: cfg.size_ratio,
+        target_file_size: 64 << 20,
+        block_size: cfg.block_size,
+        bloom_bits: cfg.bloom_bits,
+        cache_size: cfg.cache_size,
+    })
 }
 
 impl RocksKv {

@@ -12,8 +12,10 @@
 //! manifest edit, partly covered ones left to compactions); (a) a full-tree compaction
 //! with a filter dropping the qualifying rows after each delete (`delete_where` on
 //! h = 1, then `compact_range`), what production engines run every 7-30 days; (b) a
-//! scan of the whole keyspace deleting the qualifying rows one by one. RocksDB doing (a)
-//! with a compaction filter is not built here (see the report).
+//! scan of the whole keyspace deleting the qualifying rows one by one; (c) RocksDB doing
+//! (a) with its compaction filter ([`rocks`], with the `rocksdb` feature; a "skipped" row
+//! without it). Every engine runs the same generator ([`Work`]) behind [`Engine`], and
+//! its delete's cost is counted the same way from [`Counters`].
 //!
 //! I/O is counted in 4 KiB pages: pages compactions and flushes read and wrote
 //! (their bytes / 4096) plus data blocks foreground reads took from the files (block
@@ -38,6 +40,9 @@ use strata::{Db, Keyspace, Options, WriteBatch};
 use crate::BenchResult;
 use crate::plot::{Panel, Series, line_chart};
 use crate::report::{mib, thousands};
+
+#[cfg(feature = "rocksdb")]
+mod rocks;
 
 const PAGE: u64 = 4096;
 const PAGES_PER_FILE: u64 = 256;
@@ -159,22 +164,84 @@ fn options() -> Options {
     }
 }
 
-/// Foreground and background pages read and written so far.
-fn io_pages(db: &Db) -> u64 {
-    let s = db.stats();
-    (s.compaction_bytes_read + s.compaction_bytes_written + s.flush_bytes_written) / PAGE + s.block_cache_misses
+/// Cumulative counters of an engine: bytes flushes and compactions read and wrote, data
+/// blocks foreground reads took from the files (block cache misses), and what Strata's
+/// delete tiles did (zero for engines without them).
+#[derive(Debug, Clone, Copy, Default)]
+struct Counters {
+    compaction_read: u64,
+    compaction_written: u64,
+    flush_written: u64,
+    cache_misses: u64,
+    /// Bytes the background rewrites of files still holding entries a secondary range
+    /// delete killed read and wrote (part of the compaction bytes).
+    rewrite_read: u64,
+    rewrite_written: u64,
+    pages_dropped: u64,
+    pages_partial: u64,
 }
 
-/// Pages read and written so far by the background rewrites of files still holding
-/// entries a secondary range delete killed.
-fn rewrite_pages(s: &strata::Stats) -> u64 {
-    (s.delete_rewrite_bytes_read + s.delete_rewrite_bytes_written) / PAGE
+impl Counters {
+    /// Foreground and background pages read and written.
+    fn io_pages(&self) -> u64 {
+        (self.compaction_read + self.compaction_written + self.flush_written) / PAGE + self.cache_misses
+    }
+
+    /// Pages the background rewrites read and wrote.
+    fn rewrite_pages(&self) -> u64 {
+        (self.rewrite_read + self.rewrite_written) / PAGE
+    }
 }
 
-/// What the workload runs on: a keyspace, or a table with an index.
+/// Point-lookup counters of the calling thread's reads so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct LookupCounters {
+    /// Data pages point lookups searched.
+    pages: u64,
+    /// Bloom filters point lookups probed.
+    probes: u64,
+}
+
+/// What the mix runs against: Strata in one of its delete modes, or (with the `rocksdb`
+/// feature) RocksDB with a compaction filter ([`rocks`]).
+trait Engine {
+    fn put(&self, k: &[u8; 16], ts: u64, size: usize) -> BenchResult<()>;
+    fn get(&self, k: &[u8; 16]) -> BenchResult<bool>;
+    /// Reads up to [`RANGE_LEN`] entries from `from` on.
+    fn range(&self, from: &[u8; 16]) -> BenchResult<usize>;
+    /// One secondary range delete: every entry whose delete key lies in `lo..hi`.
+    fn delete_where(&self, lo: u64, hi: u64) -> BenchResult<()>;
+    fn counters(&self) -> Counters;
+    /// Read per point lookup (cheap: read around every one).
+    fn lookup_counters(&self) -> LookupCounters;
+    /// Data blocks reads touched so far (cache hits and misses).
+    fn blocks_touched(&self) -> u64;
+    /// Fails unless every key of `gone` reads absent and every key of `kept` present
+    /// (run after each measured delete by engines whose delete the benchmark builds
+    /// itself; free of I/O accounting).
+    fn check(&self, _gone: &[[u8; 16]], _kept: &[[u8; 16]]) -> BenchResult<()> {
+        Ok(())
+    }
+    /// A full compaction, waited for.
+    fn compact_all(&self) -> BenchResult<()>;
+    /// Waits for background flushes and compactions.
+    fn wait(&self) -> BenchResult<()>;
+    /// Entries in files minus live keys, after a flush (see [`KiwiResult::leftover_entries`]).
+    fn leftover(&self) -> BenchResult<i64>;
+}
+
+/// What the workload runs on in Strata: a keyspace, or a table with an index.
 enum Store {
     Kv(Keyspace),
     Table(Table),
+}
+
+/// Strata running one delete mode.
+struct StrataEngine {
+    db: Db,
+    store: Store,
+    ks_name: String,
+    mode: Mode,
 }
 
 fn id_of(k: &[u8; 16]) -> u64 {
@@ -183,9 +250,9 @@ fn id_of(k: &[u8; 16]) -> u64 {
     u64::from_be_bytes(b)
 }
 
-impl Store {
+impl Engine for StrataEngine {
     fn put(&self, k: &[u8; 16], ts: u64, size: usize) -> BenchResult<()> {
-        match self {
+        match &self.store {
             Store::Kv(ks) => ks.put(k, &value(ts, size))?,
             Store::Table(t) => t.replace(vec![
                 Value::U64(id_of(k)),
@@ -198,14 +265,14 @@ impl Store {
     }
 
     fn get(&self, k: &[u8; 16]) -> BenchResult<bool> {
-        Ok(match self {
+        Ok(match &self.store {
             Store::Kv(ks) => ks.get(k)?.is_some(),
             Store::Table(t) => t.get(&[Value::U64(id_of(k))])?.is_some(),
         })
     }
 
     fn range(&self, from: &[u8; 16]) -> BenchResult<usize> {
-        Ok(match self {
+        Ok(match &self.store {
             Store::Kv(ks) => ks.scan(&from[..]..)?.take(RANGE_LEN).count(),
             Store::Table(t) => t
                 .select(PRIMARY)
@@ -216,25 +283,87 @@ impl Store {
     }
 
     fn delete_where(&self, lo: u64, hi: u64) -> BenchResult<()> {
-        match self {
-            Store::Kv(ks) => ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?,
-            Store::Table(t) => t.delete_where("ts", Value::U64(lo)..Value::U64(hi))?,
+        match (self.mode, &self.store) {
+            (Mode::Tiles(_), Store::Kv(ks)) => ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?,
+            (Mode::Table { .. }, Store::Table(t)) => t.delete_where("ts", Value::U64(lo)..Value::U64(hi))?,
+            (Mode::FullCompaction, Store::Kv(ks)) => {
+                ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?;
+                ks.compact_range(..)?;
+            }
+            (Mode::RowByRow, Store::Kv(ks)) => {
+                let mut b = WriteBatch::new();
+                for item in ks.scan(..)? {
+                    let (k, v) = item?;
+                    let ts = u64::from_be_bytes(v[..8].try_into()?);
+                    if (lo..hi).contains(&ts) {
+                        b.delete(ks, &k);
+                        if b.len() >= 1000 {
+                            self.db.write(std::mem::take(&mut b))?;
+                        }
+                    }
+                }
+                if !b.is_empty() {
+                    self.db.write(b)?;
+                }
+            }
+            _ => return Err("the table runs delete tiles; the other modes a keyspace".into()),
         }
         Ok(())
     }
 
-    /// Live rows.
-    fn live(&self) -> BenchResult<i64> {
-        Ok(match self {
+    fn counters(&self) -> Counters {
+        let s = self.db.stats();
+        Counters {
+            compaction_read: s.compaction_bytes_read,
+            compaction_written: s.compaction_bytes_written,
+            flush_written: s.flush_bytes_written,
+            cache_misses: s.block_cache_misses,
+            rewrite_read: s.delete_rewrite_bytes_read,
+            rewrite_written: s.delete_rewrite_bytes_written,
+            pages_dropped: s.delete_pages_dropped,
+            pages_partial: s.delete_pages_partial,
+        }
+    }
+
+    fn lookup_counters(&self) -> LookupCounters {
+        LookupCounters {
+            pages: LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed),
+            probes: LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed),
+        }
+    }
+
+    fn blocks_touched(&self) -> u64 {
+        let s = self.db.stats();
+        s.block_cache_hits + s.block_cache_misses
+    }
+
+    fn compact_all(&self) -> BenchResult<()> {
+        self.db.compact_range()?;
+        self.wait()
+    }
+
+    fn wait(&self) -> BenchResult<()> {
+        self.db.wait_for_background()?;
+        Ok(())
+    }
+
+    fn leftover(&self) -> BenchResult<i64> {
+        // Counted from the files alone.
+        self.db.flush()?;
+        let stats = self.db.stats();
+        let live = match &self.store {
             Store::Kv(ks) => ks.scan(..)?.count() as i64,
             Store::Table(t) => t.count()? as i64,
-        })
+        };
+        let on_disk = stats.keyspace(&self.ks_name).map_or(0, |k| k.entries()) as i64;
+        Ok(on_disk - live)
     }
 }
 
 /// The workload's state: the keys written, the creation-time clock, the next delete.
 struct Work {
     rng: StdRng,
+    /// Every key written, in creation order: `keys[i]` has creation time `i`.
     keys: Vec<[u8; 16]>,
     ts: u64,
     next_cut: u64,
@@ -244,8 +373,12 @@ struct Work {
     /// counters see the mix (for `h = auto`) while the loaded tree stays whole (its
     /// deletes would otherwise remove `1e-6 * entries^2` entries: all of a large tree).
     loading: bool,
+    /// Picks the keys [`Engine::check`] reads (apart from `rng`, so that every engine
+    /// runs the same operations).
+    check_rng: StdRng,
 }
 
+#[derive(Default)]
 struct Tally {
     srds: u64,
     srd_read: u64,
@@ -263,135 +396,188 @@ struct Tally {
     range_blocks: u64,
 }
 
+/// Keys [`Engine::check`] reads after each measured delete: this many deleted, as many kept.
+const CHECK_SAMPLE: usize = 100;
+
 impl Work {
-    fn insert(&mut self, ks: &Store) -> BenchResult<()> {
+    fn new(shape: &KiwiShape) -> Work {
+        Work {
+            rng: StdRng::seed_from_u64(shape.seed),
+            keys: Vec::with_capacity((shape.entries + shape.ops) as usize),
+            ts: 0,
+            next_cut: 0,
+            cut_step: ((shape.entries as f64 * SRD_WIDTH) as u64).max(1),
+            entry_size: shape.entry_size.max(32),
+            loading: true,
+            check_rng: StdRng::seed_from_u64(shape.seed ^ 0xC4EC),
+        }
+    }
+
+    fn insert(&mut self, e: &dyn Engine) -> BenchResult<()> {
         let k = key(&mut self.rng);
-        ks.put(&k, self.ts, self.entry_size - 16)?;
+        e.put(&k, self.ts, self.entry_size - 16)?;
         self.ts += 1;
         self.keys.push(k);
         Ok(())
     }
 
-    fn srd(&mut self, db: &Db, store: &Store, mode: Mode, t: &mut Tally) -> BenchResult<()> {
+    fn srd(&mut self, e: &dyn Engine, t: &mut Tally) -> BenchResult<()> {
         let (lo, hi) = if self.loading {
             (u64::MAX - 1, u64::MAX)
         } else {
             self.next_cut += self.cut_step;
             (self.next_cut - self.cut_step, self.next_cut)
         };
-        let before = db.stats();
-        let io0 = io_pages(db);
+        let before = e.counters();
         let start = Instant::now();
-        match (mode, store) {
-            (Mode::Tiles(_) | Mode::Table { .. }, _) => store.delete_where(lo, hi)?,
-            (Mode::FullCompaction, Store::Kv(ks)) => {
-                ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())?;
-                ks.compact_range(..)?;
-            }
-            (Mode::FullCompaction | Mode::RowByRow, Store::Table(_)) => {
-                return Err("the baselines run on a keyspace".into());
-            }
-            (Mode::RowByRow, Store::Kv(ks)) => {
-                let mut b = WriteBatch::new();
-                for item in ks.scan(..)? {
-                    let (k, v) = item?;
-                    let ts = u64::from_be_bytes(v[..8].try_into()?);
-                    if (lo..hi).contains(&ts) {
-                        b.delete(ks, &k);
-                        if b.len() >= 1000 {
-                            db.write(std::mem::take(&mut b))?;
-                        }
-                    }
-                }
-                if !b.is_empty() {
-                    db.write(b)?;
-                }
-            }
-        }
+        e.delete_where(lo, hi)?;
         t.srd_secs += start.elapsed().as_secs_f64();
-        let after = db.stats();
+        let after = e.counters();
         t.srds += 1;
         // Background rewrites that ran during the call are counted with the others
         // (`rewrite_io_pages`), not as the delete's own I/O.
-        let rw_read = after.delete_rewrite_bytes_read - before.delete_rewrite_bytes_read;
-        let rw_written = after.delete_rewrite_bytes_written - before.delete_rewrite_bytes_written;
-        t.srd_io += (io_pages(db) - io0).saturating_sub(rewrite_pages(&after) - rewrite_pages(&before));
-        t.srd_dropped += after.delete_pages_dropped - before.delete_pages_dropped;
-        t.srd_partial += after.delete_pages_partial - before.delete_pages_partial;
-        let read = (after.compaction_bytes_read - before.compaction_bytes_read - rw_read) / PAGE
-            + (after.block_cache_misses - before.block_cache_misses);
-        let written = after.compaction_bytes_written - before.compaction_bytes_written - rw_written
-            + after.flush_bytes_written
-            - before.flush_bytes_written;
+        let rw_read = after.rewrite_read - before.rewrite_read;
+        let rw_written = after.rewrite_written - before.rewrite_written;
+        t.srd_io +=
+            (after.io_pages() - before.io_pages()).saturating_sub(after.rewrite_pages() - before.rewrite_pages());
+        t.srd_dropped += after.pages_dropped - before.pages_dropped;
+        t.srd_partial += after.pages_partial - before.pages_partial;
+        let read = (after.compaction_read - before.compaction_read - rw_read) / PAGE
+            + (after.cache_misses - before.cache_misses);
+        let written = after.compaction_written - before.compaction_written - rw_written + after.flush_written
+            - before.flush_written;
         t.srd_read += read;
         t.srd_rewritten += written / PAGE;
         t.srd_written += written;
+        if !self.loading {
+            let created = self.keys.len() as u64;
+            let mut sample = |from: u64, to: u64| -> Vec<[u8; 16]> {
+                let to = to.min(created);
+                if from >= to {
+                    return Vec::new();
+                }
+                (0..CHECK_SAMPLE)
+                    .map(|_| self.keys[self.check_rng.gen_range(from..to) as usize])
+                    .collect()
+            };
+            // Everything deleted so far reads absent; everything created since the
+            // newest cut present.
+            let gone = sample(0, hi);
+            let kept = sample(hi, created);
+            e.check(&gone, &kept)?;
+        }
         Ok(())
     }
 
-    fn point(&mut self, ks: &Store, t: &mut Tally) -> BenchResult<()> {
+    fn point(&mut self, e: &dyn Engine, t: &mut Tally) -> BenchResult<()> {
         let k = self.keys[self.rng.gen_range(0..self.keys.len())];
-        let (p0, b0) = (
-            LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed),
-            LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed),
-        );
+        let c0 = e.lookup_counters();
         let start = Instant::now();
-        std::hint::black_box(ks.get(&k)?);
+        std::hint::black_box(e.get(&k)?);
         t.lookup_secs += start.elapsed().as_secs_f64();
+        let c1 = e.lookup_counters();
         t.lookups += 1;
-        t.lookup_pages += LOOKUP_COUNTERS.pages_read.load(Ordering::Relaxed) - p0;
-        t.lookup_probes += LOOKUP_COUNTERS.bloom_probes.load(Ordering::Relaxed) - b0;
+        t.lookup_pages += c1.pages - c0.pages;
+        t.lookup_probes += c1.probes - c0.probes;
         Ok(())
     }
 
-    fn range(&mut self, db: &Db, ks: &Store, t: &mut Tally) -> BenchResult<()> {
+    fn range(&mut self, e: &dyn Engine, t: &mut Tally) -> BenchResult<()> {
         let from = key(&mut self.rng);
-        let s0 = db.stats();
-        let n = ks.range(&from)?;
-        std::hint::black_box(n);
-        let s1 = db.stats();
+        let b0 = e.blocks_touched();
+        std::hint::black_box(e.range(&from)?);
         t.ranges += 1;
-        t.range_blocks += (s1.block_cache_hits + s1.block_cache_misses) - (s0.block_cache_hits + s0.block_cache_misses);
+        t.range_blocks += e.blocks_touched() - b0;
         Ok(())
     }
 
     /// Runs `ops` operations of the mix; `srds` secondary range deletes spread evenly.
-    fn run(&mut self, db: &Db, ks: &Store, mode: Mode, ops: u64, srds: u64, t: &mut Tally) -> BenchResult<()> {
+    fn run(&mut self, e: &dyn Engine, ops: u64, srds: u64, t: &mut Tally) -> BenchResult<()> {
         let every = ops / (srds + 1);
         for i in 1..=ops {
             if srds > 0 && every > 0 && i % every == 0 && i / every <= srds {
-                self.srd(db, ks, mode, t)?;
+                self.srd(e, t)?;
                 continue;
             }
             let x: f64 = self.rng.r#gen();
             if x < RANGE_SHARE {
-                self.range(db, ks, t)?;
+                self.range(e, t)?;
             } else if x < RANGE_SHARE + POINT_SHARE && !self.keys.is_empty() {
-                self.point(ks, t)?;
+                self.point(e, t)?;
             } else {
-                self.insert(ks)?;
+                self.insert(e)?;
             }
         }
         Ok(())
     }
 }
 
-fn empty_tally() -> Tally {
-    Tally {
-        srds: 0,
-        srd_read: 0,
-        srd_dropped: 0,
-        srd_partial: 0,
-        srd_rewritten: 0,
-        srd_written: 0,
-        srd_io: 0,
-        srd_secs: 0.0,
-        lookups: 0,
-        lookup_pages: 0,
-        lookup_probes: 0,
-        lookup_secs: 0.0,
-        ranges: 0,
-        range_blocks: 0,
+/// The measured phase of one engine.
+struct Measured {
+    t: Tally,
+    /// Pages read and written (all operations and background work).
+    io_pages: u64,
+    /// Of which by the background rewrites of files still holding killed entries.
+    rewrite_io_pages: u64,
+    seconds: f64,
+    leftover: i64,
+}
+
+/// Loads `e` with the mix (the deletes it issues name an empty range and are not
+/// measured), compacts it fully, then runs and measures the mix.
+fn load_and_measure(e: &dyn Engine, shape: &KiwiShape) -> BenchResult<Measured> {
+    let mut w = Work::new(shape);
+    let load_ops = (shape.entries as f64 / (1.0 - SRD_SHARE - RANGE_SHARE - POINT_SHARE)) as u64;
+    let load_srds = (load_ops as f64 * SRD_SHARE).round() as u64;
+    w.run(e, load_ops, load_srds, &mut Tally::default())?;
+    w.loading = false;
+    e.compact_all()?;
+    let srds = ((shape.ops as f64 * SRD_SHARE).round() as u64).max(1);
+    let mut t = Tally::default();
+    let c0 = e.counters();
+    let start = Instant::now();
+    w.run(e, shape.ops, srds, &mut t)?;
+    e.wait()?;
+    let seconds = start.elapsed().as_secs_f64();
+    let c1 = e.counters();
+    Ok(Measured {
+        t,
+        io_pages: c1.io_pages() - c0.io_pages(),
+        rewrite_io_pages: c1.rewrite_pages() - c0.rewrite_pages(),
+        seconds,
+        leftover: e.leftover()?,
+    })
+}
+
+/// `m`'s figures as a baseline's: the deletes finish their work themselves (a full
+/// compaction's partly covered pages are among those it read and wrote), so their I/O
+/// is all in the tally.
+fn baseline_result(name: &str, m: &Measured) -> KiwiResult {
+    let t = &m.t;
+    let per = |x: u64, n: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    KiwiResult {
+        name: name.to_string(),
+        h: None,
+        store: "keyspace",
+        auto_levels: Vec::new(),
+        srds: t.srds,
+        srd_pages_read: per(t.srd_read, t.srds),
+        srd_pages_dropped: per(t.srd_dropped, t.srds),
+        srd_pages_partial: per(t.srd_partial, t.srds),
+        srd_pages_rewritten: per(t.srd_rewritten, t.srds),
+        srd_bytes_written: per(t.srd_written, t.srds),
+        srd_ms: 1000.0 * t.srd_secs / t.srds.max(1) as f64,
+        lookup_pages: per(t.lookup_pages, t.lookups),
+        lookup_probes: per(t.lookup_probes, t.lookups),
+        lookup_us: 1e6 * t.lookup_secs / t.lookups.max(1) as f64,
+        range_blocks: per(t.range_blocks, t.ranges),
+        total_io_pages: m.io_pages,
+        srd_io_pages: t.srd_io,
+        srd_io_with_partial: per(t.srd_io, t.srds),
+        rewrite_io_pages: m.rewrite_io_pages,
+        srd_io_measured: per(t.srd_io, t.srds),
+        leftover_entries: m.leftover,
+        seconds: m.seconds,
     }
 }
 
@@ -403,7 +589,7 @@ fn run_variant(dir: &Path, name: &str, mode: Mode, shape: &KiwiShape) -> BenchRe
         Mode::FullCompaction => Some(TileChoice::Fixed(1)),
         Mode::RowByRow => None,
     };
-    let (ks, ks_name) = match mode {
+    let (store, ks_name) = match mode {
         Mode::Table { deferred, .. } => {
             let schema = Schema::parse(&format!(
                 "table kiwi (id u64, ts u64, grp u64, pad bytes) primary key (id) index by_grp (grp) \
@@ -424,93 +610,51 @@ fn run_variant(dir: &Path, name: &str, mode: Mode, shape: &KiwiShape) -> BenchRe
             (Store::Kv(ks), "kiwi".to_string())
         }
     };
-    let mut w = Work {
-        rng: StdRng::seed_from_u64(shape.seed),
-        keys: Vec::with_capacity((shape.entries + shape.ops) as usize),
-        ts: 0,
-        next_cut: 0,
-        cut_step: ((shape.entries as f64 * SRD_WIDTH) as u64).max(1),
-        entry_size: shape.entry_size.max(32),
-        loading: true,
+    let e = StrataEngine {
+        db,
+        store,
+        ks_name,
+        mode,
     };
-    // Load with the same mix (the deletes it issues are not measured), then compact.
-    let load_ops = (shape.entries as f64 / (1.0 - SRD_SHARE - RANGE_SHARE - POINT_SHARE)) as u64;
-    let load_srds = (load_ops as f64 * SRD_SHARE).round() as u64;
-    let mut warm = empty_tally();
-    w.run(&db, &ks, mode, load_ops, load_srds, &mut warm)?;
-    w.loading = false;
-    db.compact_range()?;
-    db.wait_for_background()?;
-    let srds = ((shape.ops as f64 * SRD_SHARE).round() as u64).max(1);
-    let mut t = empty_tally();
-    let io0 = io_pages(&db);
-    let rw0 = rewrite_pages(&db.stats());
-    let start = Instant::now();
-    w.run(&db, &ks, mode, shape.ops, srds, &mut t)?;
-    db.wait_for_background()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let rewrite_io_pages = rewrite_pages(&db.stats()) - rw0;
-    // (a) stands for a compaction with a filter: the background rewrites its
-    // `delete_where` starts before `compact_range` takes over are not part of it.
-    let total_io_pages = match mode {
-        Mode::FullCompaction => (io_pages(&db) - io0).saturating_sub(rewrite_io_pages),
-        _ => io_pages(&db) - io0,
+    let m = load_and_measure(&e, shape)?;
+    let base = baseline_result(name, &m);
+    let per = |x: u64| if m.t.srds == 0 { 0.0 } else { x as f64 / m.t.srds as f64 };
+    let auto_levels = match mode {
+        Mode::Tiles(None) => {
+            e.db.stats()
+                .keyspace(&e.ks_name)
+                .map(|k| k.levels.iter().filter_map(|l| l.tile_h).collect())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
     };
-    // Counted from the files alone.
-    db.flush()?;
-    let stats = db.stats();
-    let live = ks.live()?;
-    let on_disk = stats.keyspace(&ks_name).map_or(0, |k| k.entries()) as i64;
-    let auto_levels = stats
-        .keyspace(&ks_name)
-        .map(|k| k.levels.iter().filter_map(|l| l.tile_h).collect())
-        .unwrap_or_default();
-    let per = |x: u64, n: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-    let r = KiwiResult {
-        name: name.to_string(),
-        h: match mode {
-            Mode::Tiles(h) => h,
-            Mode::Table { h, .. } => Some(h),
-            _ => None,
+    let r = match mode {
+        // (a) stands for a compaction with a filter: the background rewrites its
+        // `delete_where` starts before `compact_range` takes over are not part of it.
+        Mode::FullCompaction => KiwiResult {
+            total_io_pages: m.io_pages.saturating_sub(m.rewrite_io_pages),
+            ..base
         },
-        store: match mode {
-            Mode::Table { deferred: true, .. } => "table deferred",
-            Mode::Table { deferred: false, .. } => "table eager",
-            _ => "keyspace",
+        Mode::RowByRow => KiwiResult {
+            srd_io_measured: per(m.t.srd_io + m.rewrite_io_pages),
+            ..base
         },
-        auto_levels: if matches!(mode, Mode::Tiles(None)) {
-            auto_levels
-        } else {
-            Vec::new()
+        Mode::Tiles(h) => KiwiResult {
+            h,
+            auto_levels,
+            srd_io_with_partial: per(m.t.srd_io + 2 * m.t.srd_partial),
+            srd_io_measured: per(m.t.srd_io + m.rewrite_io_pages),
+            ..base
         },
-        srds: t.srds,
-        srd_pages_read: per(t.srd_read, t.srds),
-        srd_pages_dropped: per(t.srd_dropped, t.srds),
-        srd_pages_partial: per(t.srd_partial, t.srds),
-        srd_pages_rewritten: per(t.srd_rewritten, t.srds),
-        srd_bytes_written: per(t.srd_written, t.srds),
-        srd_ms: 1000.0 * t.srd_secs / t.srds.max(1) as f64,
-        lookup_pages: per(t.lookup_pages, t.lookups),
-        lookup_probes: per(t.lookup_probes, t.lookups),
-        lookup_us: 1e6 * t.lookup_secs / t.lookups.max(1) as f64,
-        range_blocks: per(t.range_blocks, t.ranges),
-        total_io_pages,
-        srd_io_pages: t.srd_io,
-        // The baselines' deletes finish their work themselves (a full compaction's
-        // partly covered pages are among those it read and wrote).
-        srd_io_with_partial: match mode {
-            Mode::Tiles(_) | Mode::Table { .. } => per(t.srd_io + 2 * t.srd_partial, t.srds),
-            _ => per(t.srd_io, t.srds),
+        Mode::Table { h, deferred } => KiwiResult {
+            h: Some(h),
+            store: if deferred { "table deferred" } else { "table eager" },
+            srd_io_with_partial: per(m.t.srd_io + 2 * m.t.srd_partial),
+            srd_io_measured: per(m.t.srd_io + m.rewrite_io_pages),
+            ..base
         },
-        rewrite_io_pages,
-        srd_io_measured: match mode {
-            Mode::FullCompaction => per(t.srd_io, t.srds),
-            _ => per(t.srd_io + rewrite_io_pages, t.srds),
-        },
-        leftover_entries: on_disk - live,
-        seconds,
     };
-    db.close()?;
+    e.db.close()?;
     Ok(r)
 }
 
@@ -611,12 +755,23 @@ fn plot(path: &Path, rs: &[KiwiResult]) -> BenchResult<()> {
     if let Some(f) = full {
         d.push(flat("(a) full compaction: I/O per delete", 2, f.srd_io_measured));
     }
+    let rocks = rs.iter().find(|r| r.name == ROCKS_NAME);
+    if let Some(c) = rocks {
+        d.push(flat(
+            "(c) RocksDB, compaction filter: I/O per delete",
+            5,
+            c.srd_io_measured,
+        ));
+    }
     let mut e = vec![line("delete tiles", 0, &|r| r.total_io_pages as f64)];
     if let Some(f) = full {
         e.push(flat("(a) full compaction", 2, f.total_io_pages as f64));
     }
     if let Some(b) = rs.iter().find(|r| r.name.starts_with("(b)")) {
         e.push(flat("(b) row by row", 3, b.total_io_pages as f64));
+    }
+    if let Some(c) = rocks {
+        e.push(flat("(c) RocksDB, compaction filter", 5, c.total_io_pages as f64));
     }
     let f_panel = vec![
         line("bloom probes / lookup", 4, &|r| r.lookup_probes),
@@ -649,8 +804,19 @@ fn plot(path: &Path, rs: &[KiwiResult]) -> BenchResult<()> {
 /// The tile size of the table variants (the article's optimum).
 const TABLE_H: u32 = 8;
 
-/// Every variant: its key for `--kiwi-only`, its name, how it deletes.
-fn variants() -> Vec<(String, String, Mode)> {
+/// Who runs a variant.
+#[derive(Debug, Clone, Copy)]
+enum Runner {
+    Strata(Mode),
+    /// (c) RocksDB doing (a) with its compaction filter ([`rocks`]).
+    Rocks,
+}
+
+/// The name of variant (c).
+const ROCKS_NAME: &str = "(c) RocksDB, compaction filter";
+
+/// Every variant: its key for `--kiwi-only`, its name, who runs it.
+fn variants() -> Vec<(String, String, Runner)> {
     let mut v: Vec<(String, String, Mode)> = [1u32, 2, 4, 8, 16, 32, 64]
         .iter()
         .map(|&h| (h.to_string(), format!("h = {h}"), Mode::Tiles(Some(h))))
@@ -667,7 +833,23 @@ fn variants() -> Vec<(String, String, Mode)> {
             Mode::Table { h: TABLE_H, deferred },
         ));
     }
+    let mut v: Vec<(String, String, Runner)> = v.into_iter().map(|(k, n, m)| (k, n, Runner::Strata(m))).collect();
+    v.push(("c".into(), ROCKS_NAME.into(), Runner::Rocks));
     v
+}
+
+/// Why (c) is missing from a build without the `rocksdb` feature.
+const ROCKS_SKIPPED: &str = "skipped: built without the rocksdb feature";
+
+/// Runs variant (c) in `dir` (`None`: skipped, built without the `rocksdb` feature).
+fn run_rocks(dir: &Path, shape: &KiwiShape) -> BenchResult<Option<KiwiResult>> {
+    #[cfg(feature = "rocksdb")]
+    return Ok(Some(rocks::run_variant(dir, ROCKS_NAME, shape)?));
+    #[cfg(not(feature = "rocksdb"))]
+    {
+        let _ = (dir, shape);
+        Ok(None)
+    }
 }
 
 /// Runs `lethe --kiwi`; `only` lists the variants to run (keys of [`variants`]).
@@ -686,17 +868,37 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool, 
         100.0 * RANGE_SHARE,
         100.0 * POINT_SHARE,
     );
-    println!("  (c) RocksDB with a compaction filter: not run (this build has no RocksDB secondary-delete variant)");
+    if cfg!(feature = "rocksdb") {
+        println!(
+            "  (c) RocksDB: the same mix and options, a compaction filter and a full compact_range per delete \
+             (pages / probes per lookup from its perf context)"
+        );
+    } else {
+        println!("  (c) RocksDB with a compaction filter: {ROCKS_SKIPPED}");
+    }
     if quick {
         println!("  NOTE: --quick is a smoke run, not the benchmark's setting");
     }
     let mut results = Vec::new();
-    for (i, (k, name, mode)) in variants().into_iter().enumerate() {
+    let mut rocks_status = "not selected";
+    for (i, (k, name, runner)) in variants().into_iter().enumerate() {
         if !only.is_empty() && !only.contains(&k) {
             continue;
         }
         let dir = base.join(format!("kiwi-{i}"));
-        let r = run_variant(&dir, &name, mode, &shape)?;
+        let r = match runner {
+            Runner::Strata(mode) => run_variant(&dir, &name, mode, &shape)?,
+            Runner::Rocks => match run_rocks(&dir, &shape)? {
+                Some(r) => {
+                    rocks_status = "run";
+                    r
+                }
+                None => {
+                    rocks_status = ROCKS_SKIPPED;
+                    continue;
+                }
+            },
+        };
         eprintln!(
             "  {name}: {:.1} s, total I/O {} pages (load average {})",
             r.seconds,
@@ -745,6 +947,19 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool, 
             r.leftover_entries
         );
     }
+    if rocks_status == ROCKS_SKIPPED {
+        println!("{ROCKS_NAME:<32} {ROCKS_SKIPPED}");
+    }
+    let full = results.iter().find(|r| r.name.starts_with("(a)"));
+    let rocks = results.iter().find(|r| r.name == ROCKS_NAME);
+    if let (Some(a), Some(c)) = (full, rocks) {
+        println!(
+            "(c) / (a): SRD I/O per delete {:.2}x, workload I/O {:.2}x, time per point lookup {:.2}x",
+            c.srd_io_measured / a.srd_io_measured.max(1.0),
+            c.total_io_pages as f64 / a.total_io_pages.max(1) as f64,
+            c.lookup_us / a.lookup_us.max(1e-9)
+        );
+    }
     if let Some(r) = results.iter().find(|r| r.name == "h = auto") {
         println!("auto chose h per level: {:?}", r.auto_levels);
     }
@@ -775,7 +990,7 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool, 
         pages_per_file: PAGES_PER_FILE,
         page_bytes: PAGE,
         mix: [SRD_SHARE, RANGE_SHARE, POINT_SHARE],
-        rocksdb: "not run",
+        rocksdb: rocks_status,
         results: &results,
         targets: t.as_ref(),
     };
@@ -788,6 +1003,17 @@ pub fn run(shape: KiwiShape, base: &Path, json: &Path, png: &Path, quick: bool, 
     Ok(())
 }
 
+/// A run small enough for a unit test: one measured delete.
+#[cfg(test)]
+fn small_shape() -> KiwiShape {
+    KiwiShape {
+        entries: 3000,
+        ops: 4000,
+        entry_size: 256,
+        seed: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,12 +1021,7 @@ mod tests {
     #[test]
     fn a_small_run_drops_pages_and_hides_the_deleted() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let shape = KiwiShape {
-            entries: 3000,
-            ops: 4000,
-            entry_size: 256,
-            seed: 1,
-        };
+        let shape = small_shape();
         let tiles = run_variant(&dir.path().join("a"), "h = 64", Mode::Tiles(Some(64)), &shape).expect("run");
         let full = run_variant(&dir.path().join("b"), "(a)", Mode::FullCompaction, &shape).expect("run");
         assert_eq!(tiles.srds, 1);

@@ -80,7 +80,8 @@ pub struct LetheArgs {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Run the KiWi half instead: secondary range deletes with delete tiles, h = 1..64
-    /// and auto, against a full-tree compaction and row-by-row deletes.
+    /// and auto, against a full-tree compaction, row-by-row deletes and (with the
+    /// `rocksdb` feature) RocksDB with a compaction filter.
     #[arg(long)]
     kiwi: bool,
     /// --kiwi: entries loaded before the measured phase, the preloaded tree's size
@@ -97,8 +98,8 @@ pub struct LetheArgs {
     #[arg(long, default_value_t = 256)]
     kiwi_entry_size: usize,
     /// --kiwi: run only these variants (comma-separated: 1,2,4,8,16,32,64 for fixed h, aa
-    /// for a second h = 1 run (A/A control), auto, a, b, table-eager, table-deferred)
-    /// [default: all].
+    /// for a second h = 1 run (A/A control), auto, a, b, table-eager, table-deferred, c for
+    /// RocksDB with a compaction filter (`rocksdb` feature)) [default: all].
     #[arg(long, value_delimiter = ',')]
     kiwi_only: Vec<String>,
     /// --kiwi: JSON file with every variant's figures.
