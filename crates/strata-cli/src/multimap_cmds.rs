@@ -54,29 +54,30 @@ impl Store {
 
     /// The multimap `name`; created only when `create`.
     fn multimap(&self, name: &str, create: bool) -> Result<MultiMap> {
-        let missing = |db: &Db| -> Result<()> {
+        // True when the multimap is new (and may be created).
+        let missing = |db: &Db| -> Result<bool> {
             match db.keyspace(name) {
-                Ok(_) => Ok(()),
+                Ok(_) => Ok(false),
                 Err(Error::NotFound(_)) if !create => Err(CliError::Runtime(format!(
                     "multimap {name:?} not found (existing keyspaces: {})",
                     db.list_keyspaces().join(", ")
                 ))),
-                Err(Error::NotFound(_)) => Ok(()),
+                Err(Error::NotFound(_)) => Ok(true),
                 Err(e) => Err(e.into()),
             }
         };
-        let mm = match self {
+        let (mm, new) = match self {
             Store::One(db) => {
-                missing(db)?;
-                MultiMap::new(db.keyspace_or_create(name)?)
+                let new = missing(db)?;
+                (MultiMap::new(db.keyspace_or_create(name)?), new)
             }
             Store::Parts(p) => {
-                missing(p.db(0))?;
-                MultiMap::partitioned(p.keyspace(name)?)
+                let new = missing(p.db(0))?;
+                (MultiMap::partitioned(p.keyspace(name)?), new)
             }
         };
-        if create {
-            // A command that writes: its tables filter by key (a no-op once set).
+        if new {
+            // A new multimap's tables filter by key (`MultiMap::filter_by_key`).
             mm.filter_by_key()?;
         }
         Ok(mm)

@@ -139,3 +139,15 @@ fn a_bad_line_loads_nothing() {
     }
     assert_eq!(ok(&db, &["mm", "get", "m", "k"]), "before\n");
 }
+
+#[test]
+fn a_multimap_the_cli_creates_filters_by_key_and_an_existing_one_keeps_its_setting() {
+    let (_dir, db) = new_db();
+    ok(&db, &["create-keyspace", "plain"]);
+    ok(&db, &["mm", "put", "plain", "k", "v"]);
+    ok(&db, &["mm", "put", "by_author", "alice", "c1"]);
+    let d = strata::Db::open(&db, strata::Options::default()).expect("open");
+    let key = |name: &str| d.keyspace(name).expect("keyspace").filter_key().expect("filter key");
+    assert_eq!(key("by_author"), strata::sstable::FilterKey::KeyPrefix);
+    assert_eq!(key("plain"), strata::sstable::FilterKey::Whole);
+}
