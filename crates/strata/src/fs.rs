@@ -36,7 +36,8 @@ pub trait WritableFile: Send + Sync {
     /// waiting for it, so that a later [`sync`] has less to wait for: a bulk copy calls it
     /// after each piece and the device writes while the next piece is read and checked.
     /// Only an optimisation: the default does nothing, and durability still comes from
-    /// `sync` alone.
+    /// `sync` alone; an error it reports (the device refusing the writes) fails the
+    /// caller early, as the `sync` after it would.
     ///
     /// [`sync`]: WritableFile::sync
     fn write_behind(&mut self) -> Result<()> {

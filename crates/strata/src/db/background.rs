@@ -283,8 +283,9 @@ fn open_outputs(inner: &DbInner, edit: &crate::version::VersionEdit) -> Result<(
 
 /// Runs a picked task and installs its result (with the deletes it emitted).
 fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
+    let ctx = inner.job_ctx_for(&inner.current())?;
     // A killed-puts rewrite of one tiled file may patch its pages instead (`db::patch`).
-    if inner.patch_pages(task)? {
+    if inner.patch_pages(task, &ctx)? {
         return Ok(());
     }
     let output_run = match task.output_run {
@@ -298,7 +299,6 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
         track_obligations,
         seqnos_read: obligations.reads_seqnos(task.keyspace),
     };
-    let ctx = inner.job_ctx_for(&inner.current())?;
     let sink = match task.trivial_move {
         true => None,
         false => obligations.collector(task.keyspace, &inner.job_ctx, inner.opts.deferred_sort_memory, true),

@@ -87,26 +87,23 @@ impl KeyBatch {
         // a copy of a length known only at run time calls `memcpy` (separate chunk
         // copies per length were merged back into one such call by the compiler).
         match (
-            n,
             key.first_chunk::<8>(),
             key.last_chunk::<8>(),
+            key.first_chunk::<4>(),
+            key.last_chunk::<4>(),
             dst.first_chunk_mut::<16>(),
         ) {
-            (8..=16, Some(head), Some(tail), Some(out)) => {
+            // 8..=16 bytes.
+            (Some(head), Some(tail), _, _, Some(out)) if n <= 16 => {
                 let word =
                     u128::from(u64::from_le_bytes(*head)) | u128::from(u64::from_le_bytes(*tail)) << (8 * (n - 8));
                 *out = word.to_le_bytes();
             }
-            (4..=7, _, _, Some(out)) => match (key.first_chunk::<4>(), key.last_chunk::<4>()) {
-                (Some(head), Some(tail)) => {
-                    let word =
-                        u64::from(u32::from_le_bytes(*head)) | u64::from(u32::from_le_bytes(*tail)) << (8 * (n - 4));
-                    if let Some(out8) = out.first_chunk_mut::<8>() {
-                        *out8 = word.to_le_bytes();
-                    }
-                }
-                _ => dst[..n].copy_from_slice(key),
-            },
+            // 4..=7 bytes.
+            (None, None, Some(head), Some(tail), Some(out)) => {
+                let word = u64::from(u32::from_le_bytes(*head)) | u64::from(u32::from_le_bytes(*tail)) << (8 * (n - 4));
+                out[..8].copy_from_slice(&word.to_le_bytes());
+            }
             _ => dst[..n].copy_from_slice(key),
         }
         self.used = at + n;

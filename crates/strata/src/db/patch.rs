@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::DbInner;
 use super::stats::Counters;
 use crate::compaction::CompactionTask;
+use crate::compaction::output::JobContext;
 use crate::compaction::patch::patch_page;
 use crate::compaction::picker::deletes::KILLED_PUTS;
 use crate::compaction::tiles::{PageCounts, owes, page_skipper};
@@ -33,8 +34,8 @@ use crate::version::{NewFile, VersionEdit};
 
 impl DbInner {
     /// Runs `task` as a page patch if it qualifies (module docs); false leaves it to
-    /// the file rewrite.
-    pub(crate) fn patch_pages(&self, task: &CompactionTask) -> Result<bool> {
+    /// the file rewrite. `ctx` is the job context the rewrite would run with.
+    pub(crate) fn patch_pages(&self, task: &CompactionTask, ctx: &JobContext) -> Result<bool> {
         if task.reason != KILLED_PUTS || task.trivial_move || !task.bottommost {
             return Ok(false);
         }
@@ -52,7 +53,6 @@ impl DbInner {
         if obligations.owes(ks) || obligations.receives(ks) {
             return Ok(false);
         }
-        let ctx = self.job_ctx_for(&self.current())?;
         let Some(job) = ctx.deletes.get(&ks) else {
             return Ok(false);
         };
@@ -148,7 +148,7 @@ impl DbInner {
         let mut patches = Vec::with_capacity(blocks.len());
         if !blocks.is_empty() {
             let number = self.versions.lock().new_file_number();
-            let mut w = PatchWriter::create(self.opts.fs.as_ref(), &self.dir, number, ctx.sst_opts.compression)?;
+            let mut w = PatchWriter::create(self.opts.fs.clone(), &self.dir, number, ctx.sst_opts.compression)?;
             for (at, raw) in &blocks {
                 patches.push(PagePatch {
                     page: *at,

@@ -187,8 +187,6 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
     Ok(out)
 }
 
-/// Reads every data block of `table`; returns its entry count, or `None` if a block
-/// could not be read (already reported).
 /// Reads every patched page of `table` from its patch file (no block cache): checksum,
 /// decoding, keys ascending and within the base page's fences (`sstable::patch`).
 fn verify_patches(
@@ -256,6 +254,8 @@ fn verify_patches(
     }
 }
 
+/// Reads every data block of `table`; returns its entry count, or `None` if a block
+/// could not be read (already reported).
 fn verify_table(table: &SstReader, out: &mut FilesCheck, problems: &mut Vec<String>) -> Option<u64> {
     let mut entries = 0u64;
     let mut whole = true;

@@ -311,7 +311,7 @@ fn validate_entries<E: From<DecodeError>>(
         if settled.is_none() {
             prev.clone_from(key);
         }
-        extend_key(key, data, &e);
+        extend_key(key, data, &e, delta);
         // The trailer is read from the block when the delta holds it: read back from the
         // key just rebuilt, it would straddle two stores and stall.
         let parsed = match (delta.last_chunk::<TRAILER_LEN>(), key.len().checked_sub(TRAILER_LEN)) {
@@ -551,15 +551,14 @@ fn decode_into<const SAME: bool>(
             // The first differing byte usually settles it.
             Some(n) => key.get(e.shared) == delta.first() && key.get(e.shared..e.shared + n) == delta.get(..n),
         };
-    extend_key(key, data, &e);
+    extend_key(key, data, &e, delta);
     Ok((e, same))
 }
 
-/// Replaces `key` (the previous entry's key) by entry `e`'s: its shared prefix, then the
-/// delta. REQUIRES: `e.shared <= key.len()` and the delta inside `data`.
+/// Replaces `key` (the previous entry's key) by entry `e`'s: its shared prefix, then
+/// `delta`, the entry's delta bytes in `data`. REQUIRES: `e.shared <= key.len()`.
 #[inline(always)]
-fn extend_key(key: &mut Vec<u8>, data: &[u8], e: &Entry) {
-    let delta = data.get(e.delta.clone()).unwrap_or_default();
+fn extend_key(key: &mut Vec<u8>, data: &[u8], e: &Entry, delta: &[u8]) {
     let len = e.shared + delta.len();
     key.truncate(e.shared);
     match data.get(e.delta.start..).and_then(<[u8]>::first_chunk::<SHORT_DELTA>) {

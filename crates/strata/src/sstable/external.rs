@@ -373,7 +373,12 @@ pub fn check_copy(
     let mut at = 0u64;
     let mut i = 0;
     let mut bytes = Vec::new();
-    while i < handles.len() {
+    while let Some(first) = handles.get(i) {
+        // Bytes before the piece's first block (none in files this crate writes).
+        if first.offset > at && first.offset <= tail.start {
+            copy_gap(file, at, first.offset, &mut bytes, &mut digest, &mut out).map_err(named)?;
+            at = first.offset;
+        }
         // The next blocks, up to a piece's worth (at least one).
         let mut j = i;
         let mut end = at;
@@ -411,10 +416,7 @@ pub fn check_copy(
     }
     // Bytes between the last data block and the meta blocks (none in files this crate
     // writes) are copied as they are: no reader ever reads them.
-    if at < tail.start {
-        let gap = file.read_at(at, (tail.start - at) as usize).map_err(named)?;
-        pass_on(&gap, &mut digest, &mut out)?;
-    }
+    copy_gap(file, at, tail.start, &mut bytes, &mut digest, &mut out).map_err(named)?;
     pass_on(&tail.bytes, &mut digest, &mut out)?;
     if entries.count == 0 {
         return Err(bad("holds no entries".into()));
@@ -440,6 +442,25 @@ pub fn check_copy(
 
 /// Adds checked bytes to the digest and to the copy, if any, whose device is asked to
 /// start writing them.
+/// Passes on the bytes of `file` from `from` to `to` that no block covers, a piece at a
+/// time, so a file with a large unused region is never read into memory at once.
+fn copy_gap(
+    file: &dyn crate::fs::RandomAccessFile,
+    mut from: u64,
+    to: u64,
+    buf: &mut Vec<u8>,
+    digest: &mut FileDigest,
+    out: &mut Option<&mut dyn WritableFile>,
+) -> Result<()> {
+    while from < to {
+        let n = (to - from).min(PIECE);
+        file.read_into(from, n as usize, buf)?;
+        pass_on(buf, digest, out)?;
+        from += n;
+    }
+    Ok(())
+}
+
 fn pass_on(bytes: &[u8], digest: &mut FileDigest, out: &mut Option<&mut dyn WritableFile>) -> Result<()> {
     digest.update(bytes);
     if let Some(out) = out {

@@ -182,22 +182,31 @@ impl PatchReader {
     }
 }
 
-/// Writes one patch file: pages appended as sealed blocks, then synced.
+/// Writes one patch file: pages appended as sealed blocks, then synced. A writer
+/// dropped before [`PatchWriter::finish`] succeeded (a failed write) removes its file,
+/// so a failed job leaves nothing for the next open to sweep.
 pub struct PatchWriter {
+    fs: Arc<dyn FileSystem>,
+    path: std::path::PathBuf,
     file: Box<dyn WritableFile>,
     number: u64,
     offset: u64,
     compression: Compression,
+    finished: bool,
 }
 
 impl PatchWriter {
     /// Creates patch file `number` in `dir`.
-    pub fn create(fs: &dyn FileSystem, dir: &Path, number: u64, compression: Compression) -> Result<PatchWriter> {
+    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, number: u64, compression: Compression) -> Result<PatchWriter> {
+        let path = dir.join(patch_file_name(number));
         Ok(PatchWriter {
-            file: fs.create(&dir.join(patch_file_name(number)))?,
+            file: fs.create(&path)?,
+            fs,
+            path,
             number,
             offset: 0,
             compression,
+            finished: false,
         })
     }
 
@@ -222,7 +231,16 @@ impl PatchWriter {
     pub fn finish(mut self) -> Result<u64> {
         self.file.flush()?;
         self.file.sync()?;
+        self.finished = true;
         Ok(self.offset)
+    }
+}
+
+impl Drop for PatchWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.fs.remove(&self.path);
+        }
     }
 }
 
@@ -282,5 +300,20 @@ mod tests {
         assert!(bad.check().is_err());
         assert_eq!(parse_patch_file_name(&patch_file_name(42)), Some(42));
         assert_eq!(parse_patch_file_name("000042.sst"), None);
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_removes_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn FileSystem> = Arc::new(crate::fs::RealFs);
+        let path = |n| dir.path().join(patch_file_name(n));
+        let mut w = PatchWriter::create(fs.clone(), dir.path(), 1, Compression::None).expect("create");
+        w.add(b"page").expect("add");
+        drop(w);
+        assert!(!path(1).exists(), "a failed job's patch file stays behind");
+        let mut w = PatchWriter::create(fs, dir.path(), 2, Compression::None).expect("create");
+        w.add(b"page").expect("add");
+        assert!(w.finish().expect("finish") > 0);
+        assert!(path(2).exists());
     }
 }
