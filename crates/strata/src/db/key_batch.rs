@@ -2,7 +2,7 @@
 //!
 //! A stream of many short keys (a multimap key's values) is read a batch at a time, so
 //! the per-key work of the read path runs in one loop over a block, and handing a key
-//! out is a slice of this buffer. Keys are kept in the order their end of the scan
+//! out is a slice of this batch. Keys are kept in the order their end of the scan
 //! reads them: `take_near` gives the next one, `take_far` the one farthest along (the
 //! nearest to the other end, which takes it once the scan is over). Invariant: a fill
 //! stops once the batch holds [`MAX_KEYS`] keys or [`MAX_BYTES`] bytes (one key may
@@ -17,18 +17,24 @@ const FIRST_KEYS: usize = 16;
 /// Most bytes a batch holds once it has one key (a single key may be longer).
 pub(crate) const MAX_BYTES: usize = 16 << 10;
 
-/// Room past the bytes in use, so a short key is written as two overlapping
-/// fixed-size chunks without growing the buffer.
-const SLACK: usize = 16;
+/// Longest key kept in a slot of its own (see [`KeyBatch`]).
+const SLOT: usize = 16;
 
-/// Keys in reading order, each a range of one buffer.
+/// Keys in reading order.
+///
+/// Two layouts. While every key of the fill is at most [`SLOT`] bytes long (a
+/// multimap's values, typically), key `i` is `slots[i][..lens[i]]`: adding one is a
+/// fixed-size copy and handing it out an index, with no offsets to keep. The first
+/// longer key moves the batch's keys, for the rest of the fill, to one buffer with
+/// the offsets of each (`spilled`).
 #[derive(Debug)]
 pub(crate) struct KeyBatch {
-    /// Zero-filled room; `used` bytes of it hold keys.
+    /// At least `limit` slots (their bytes past a key's length are scratch).
+    slots: Vec<[u8; SLOT]>,
+    lens: Vec<u8>,
+    /// The keys are in `bytes`: key `i` is `bytes[bounds[i]..bounds[i + 1]]`.
+    spilled: bool,
     bytes: Vec<u8>,
-    used: usize,
-    /// Where each key starts in `bytes`, then where the last one ends: key `i` is
-    /// `bounds[i]..bounds[i + 1]`.
     bounds: Vec<usize>,
     /// Keys before this index were taken from the near end.
     near: usize,
@@ -41,8 +47,10 @@ pub(crate) struct KeyBatch {
 impl Default for KeyBatch {
     fn default() -> Self {
         KeyBatch {
+            slots: Vec::new(),
+            lens: Vec::new(),
+            spilled: false,
             bytes: Vec::new(),
-            used: 0,
             bounds: vec![0],
             near: 0,
             far: 0,
@@ -58,69 +66,106 @@ impl KeyBatch {
         self.near >= self.far
     }
 
-    /// True when no further key should be added.
+    /// True when no further key should be added. Slots hold at most `MAX_KEYS * SLOT`
+    /// bytes, under [`MAX_BYTES`], so only a spilled batch counts bytes.
     #[inline]
     pub(crate) fn is_full(&self) -> bool {
-        self.far >= self.limit || self.used >= MAX_BYTES
+        self.far >= self.limit || (self.spilled && self.bytes.len() >= MAX_BYTES)
     }
 
     /// Forgets every key, keeping the buffers' memory, for the next fill (which may
     /// take twice as many keys as the last).
     pub(crate) fn clear(&mut self) {
-        self.used = 0;
+        self.spilled = false;
+        self.bytes.clear();
         self.bounds.truncate(1);
         self.near = 0;
         self.far = 0;
         self.limit = (self.limit * 2).clamp(FIRST_KEYS, MAX_KEYS);
+        if self.slots.len() < self.limit {
+            self.slots.resize(self.limit, [0; SLOT]);
+            self.lens.resize(self.limit, 0);
+        }
     }
 
     /// Adds `key` after the others.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn push(&mut self, key: &[u8]) {
-        let (at, n) = (self.used, key.len());
-        if self.bytes.len() < at + n + SLACK {
-            self.grow(at + n + SLACK);
+        if !self.spilled
+            && key.len() <= SLOT
+            && let (Some(slot), Some(len)) = (self.slots.get_mut(self.far), self.lens.get_mut(self.far))
+        {
+            slot[..key.len()].copy_from_slice(key);
+            *len = key.len() as u8;
+            self.far += 1;
+            return;
         }
-        let dst = &mut self.bytes[at..];
-        // Short keys (multimap values) as two overlapping chunks merged into one word
-        // and stored whole (the slack past `used` takes the excess): a few moves, where
-        // a copy of a length known only at run time calls `memcpy` (separate chunk
-        // copies per length were merged back into one such call by the compiler).
-        match (
-            key.first_chunk::<8>(),
-            key.last_chunk::<8>(),
-            key.first_chunk::<4>(),
-            key.last_chunk::<4>(),
-            dst.first_chunk_mut::<16>(),
-        ) {
-            // 8..=16 bytes.
-            (Some(head), Some(tail), _, _, Some(out)) if n <= 16 => {
-                let word =
-                    u128::from(u64::from_le_bytes(*head)) | u128::from(u64::from_le_bytes(*tail)) << (8 * (n - 8));
-                *out = word.to_le_bytes();
+        self.push_spilled(key);
+    }
+
+    /// Adds `src[at..at + n]` (clipped to `src`) after the others. A key `src` goes on
+    /// past (a user key in its internal key, which has an 8-byte trailer) fits its
+    /// slot with one 8- or 16-byte copy: the bytes past it land in the slot's scratch.
+    #[inline(always)]
+    pub(crate) fn push_from(&mut self, src: &[u8], at: usize, n: usize) {
+        let rest = src.get(at..).unwrap_or_default();
+        if !self.spilled
+            && n <= SLOT
+            && let (Some(slot), Some(len)) = (self.slots.get_mut(self.far), self.lens.get_mut(self.far))
+        {
+            let copied = match (rest.first_chunk::<8>(), rest.first_chunk::<SLOT>()) {
+                (Some(c), _) if n <= 8 => {
+                    slot[..8].copy_from_slice(c);
+                    true
+                }
+                (_, Some(c)) => {
+                    *slot = *c;
+                    true
+                }
+                _ => false,
+            };
+            if copied {
+                *len = n as u8;
+                self.far += 1;
+                return;
             }
-            // 4..=7 bytes.
-            (None, None, Some(head), Some(tail), Some(out)) => {
-                let word = u64::from(u32::from_le_bytes(*head)) | u64::from(u32::from_le_bytes(*tail)) << (8 * (n - 4));
-                out[..8].copy_from_slice(&word.to_le_bytes());
-            }
-            _ => dst[..n].copy_from_slice(key),
         }
-        self.used = at + n;
-        self.bounds.push(self.used);
+        self.push(rest.get(..n).unwrap_or(rest));
+    }
+
+    /// `push` of a key no slot takes: the batch's keys move to `bytes` (once a fill)
+    /// and `key` joins them there.
+    #[cold]
+    #[inline(never)]
+    fn push_spilled(&mut self, key: &[u8]) {
+        if !self.spilled {
+            self.bytes.clear();
+            self.bounds.truncate(1);
+            let taken = self.slots.iter().zip(&self.lens).take(self.far);
+            for (slot, &n) in taken {
+                self.bytes.extend_from_slice(slot.get(..usize::from(n)).unwrap_or_default());
+                self.bounds.push(self.bytes.len());
+            }
+            self.spilled = true;
+        }
+        self.bytes.extend_from_slice(key);
+        self.bounds.push(self.bytes.len());
         self.far += 1;
     }
 
-    /// Makes `bytes` at least `len` long (doubling, so growth is rare).
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, len: usize) {
-        let grown = len.max(2 * self.bytes.len()).max(256);
-        self.bytes.resize(grown, 0);
+    #[inline]
+    fn slot_key(&self, i: usize) -> &[u8] {
+        match (self.slots.get(i), self.lens.get(i)) {
+            (Some(s), Some(&n)) => s.get(..usize::from(n)).unwrap_or_default(),
+            _ => &[],
+        }
     }
 
     #[inline]
     fn key(&self, i: usize) -> &[u8] {
+        if !self.spilled {
+            return self.slot_key(i);
+        }
         match (self.bounds.get(i), self.bounds.get(i + 1)) {
             (Some(&start), Some(&end)) => self.bytes.get(start..end).unwrap_or_default(),
             _ => &[],
@@ -201,5 +246,53 @@ mod tests {
         b.clear();
         b.push(&vec![7; MAX_BYTES]);
         assert!(b.is_full());
+    }
+
+    /// A longer key moves the batch to one buffer halfway through a fill, with keys
+    /// already taken from both ends; the next fill is back in slots.
+    #[test]
+    fn a_long_key_spills_the_batch_and_keeps_every_key() {
+        let long = vec![9u8; SLOT + 1];
+        let mut b = KeyBatch::default();
+        b.clear();
+        for k in [b"a".as_slice(), b"bb", b"", b"0123456789abcdef"] {
+            b.push(k);
+        }
+        assert_eq!(b.take_near(), Some(b"a".as_slice()));
+        assert_eq!(b.take_far(), Some(b"0123456789abcdef".as_slice()));
+        b.push(&long);
+        b.push(b"z");
+        assert_eq!(b.take_near(), Some(b"bb".as_slice()));
+        assert_eq!(b.take_far(), Some(b"z".as_slice()));
+        assert_eq!(b.take_far(), Some(long.as_slice()));
+        assert_eq!(b.take_near(), Some(b"".as_slice()));
+        assert_eq!(b.take_near(), None);
+        b.clear();
+        b.push(b"q");
+        assert!(!b.spilled);
+        assert_eq!(b.take_near(), Some(b"q".as_slice()));
+    }
+
+    /// `push_from` copies a whole chunk past the key and keeps only the key, for every
+    /// length and however far `src` goes on past it.
+    #[test]
+    fn keys_pushed_from_a_longer_source_come_back_whole() {
+        let src: Vec<u8> = (1..=60).collect();
+        for past in [0, 3, 8, 20] {
+            let mut b = KeyBatch::default();
+            b.clear();
+            b.clear();
+            let mut want = Vec::new();
+            for n in 0..=20 {
+                let at = n % 5;
+                let end = (at + n + past).min(src.len());
+                b.push_from(&src[..end], at, n);
+                want.push(src[at..(at + n).min(end)].to_vec());
+            }
+            for w in &want {
+                assert_eq!(b.take_near(), Some(w.as_slice()), "past {past}");
+            }
+            assert_eq!(b.take_near(), None);
+        }
     }
 }

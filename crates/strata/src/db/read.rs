@@ -261,16 +261,16 @@ struct PlainKeys<'a> {
     upper_lcp: &'a mut usize,
 }
 
-/// What `DirIter::walk_plain` hands each live entry to: `take(user_key, seq, value)`,
-/// false to stop. A trait rather than a closure so the fill of a key batch is inlined
-/// into the block walk (a closure there stayed a call per entry).
+/// What `DirIter::walk_plain` hands each live entry to: `take(internal_key, seq,
+/// value)`, false to stop. A trait rather than a closure so the fill of a key batch is
+/// inlined into the block walk (a closure there stayed a call per entry).
 trait PlainSink {
-    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool;
+    fn take(&mut self, internal_key: &[u8], seq: SeqNo, value: &[u8]) -> bool;
 }
 
 impl<F: FnMut(&[u8], SeqNo, &[u8]) -> bool> PlainSink for F {
-    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool {
-        self(user_key, seq, value)
+    fn take(&mut self, internal_key: &[u8], seq: SeqNo, value: &[u8]) -> bool {
+        self(crate::key::user_key(internal_key), seq, value)
     }
 }
 
@@ -285,10 +285,12 @@ struct FillSink<'a, 'b> {
 
 impl PlainSink for FillSink<'_, '_> {
     #[inline(always)]
-    fn take(&mut self, k: &[u8], _: SeqNo, _: &[u8]) -> bool {
+    fn take(&mut self, ikey: &[u8], _: SeqNo, _: &[u8]) -> bool {
+        let k = crate::key::user_key(ikey);
         self.met = self.other.is_some_and(|o| k >= o);
         if !self.met {
-            self.out.push(k.get(self.cut..).unwrap_or_default());
+            // The key's trailer lets the batch copy a whole chunk.
+            self.out.push_from(ikey, self.cut, k.len().saturating_sub(self.cut));
         }
         !(self.met || self.out.is_full())
     }
@@ -545,7 +547,7 @@ impl DirIter {
                             over = true;
                             return false;
                         }
-                        Plain::Take(seq) => sink.take(crate::key::user_key(w.key), seq, w.value),
+                        Plain::Take(seq) => sink.take(w.key, seq, w.value),
                     };
                     // Where the walk stops, the next judges by `key_buf`.
                     if (w.last || !go_on) && *keys.has_key {
@@ -577,7 +579,7 @@ impl DirIter {
                 }
                 Plain::Take(seq) => {
                     keys.remember(run.key());
-                    sink.take(keys.key_buf.as_slice(), seq, run.value())
+                    sink.take(run.key(), seq, run.value())
                 }
             };
             run.next()?;
