@@ -47,6 +47,13 @@ impl Keyspace {
         Keyspace { inner, id, name }
     }
 
+    /// A handle on keyspace `id` with an empty name, for layers that know keyspaces by
+    /// id (tables make some for every select, so the name is shared, not allocated).
+    pub(crate) fn unnamed(inner: Arc<DbInner>, id: u32) -> Self {
+        static EMPTY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from(""));
+        Keyspace::new(inner, id, EMPTY.clone())
+    }
+
     pub(crate) fn inner(&self) -> &Arc<DbInner> {
         &self.inner
     }

@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{ParsedKey, TRAILER_LEN, compare_internal, parse_internal_key, parse_key_parts, user_key};
 
+/// Bytes a new [`BlockIter`]'s key buffer starts with.
+const KEY_ROOM: usize = 64;
+
 /// Longest key delta [`BlockIter`] copies as one fixed-size chunk.
 const SHORT_DELTA: usize = 16;
 
@@ -385,7 +388,9 @@ impl BlockIter {
             current: 0,
             next: 0,
             shared: 0,
-            key: Vec::new(),
+            // Room for a typical key and a short delta copied past it (`extend_key`):
+            // one allocation, where growing from empty took three.
+            key: Vec::with_capacity(KEY_ROOM),
             value: 0..0,
             valid: false,
         }

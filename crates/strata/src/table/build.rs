@@ -73,7 +73,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     let layout = rt.layout.clone();
     let ix = layout.index(name)?.clone();
     let snapshot = Snapshot::new(db.clone());
-    let primary = Keyspace::new(db.clone(), layout.primary, std::sync::Arc::from(""));
+    let primary = Keyspace::unnamed(db.clone(), layout.primary);
     let mut sorter = ExternalSorter::new(db.job_ctx.clone(), db.opts.deferred_sort_memory);
     let mut scan = snapshot.scan(&primary, ..)?;
     while let Some(entry) = scan.next_versioned() {

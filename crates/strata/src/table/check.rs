@@ -144,7 +144,7 @@ fn check_table(
 ) -> Result<()> {
     let inner = db.inner().clone();
     let snap = Snapshot::new(inner.clone());
-    let ks = |id: u32| Keyspace::new(inner.clone(), id, Arc::from(""));
+    let ks = |id: u32| Keyspace::unnamed(inner.clone(), id);
     let primary = ks(layout.primary);
     let ready: Vec<_> = layout.indexes.iter().filter(|i| !i.building).collect();
     tc.indexes = ready

@@ -109,7 +109,7 @@ fn same_shape(table: &Schema, files: &Schema) -> Result<()> {
 
 /// A live key of keyspace `ks` in `[lo, hi]`, at the current moment.
 fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> Result<bool> {
-    let keyspace = Keyspace::new(db.clone(), ks, Arc::from(""));
+    let keyspace = Keyspace::unnamed(db.clone(), ks);
     let mut scan = keyspace.scan((
         std::ops::Bound::Included(lo.to_vec()),
         std::ops::Bound::Included(hi.to_vec()),
@@ -128,7 +128,7 @@ fn refuse_existing_rows(
     if !has_live_key(db, primary, &info.smallest, &info.largest)? {
         return Ok(());
     }
-    let keyspace = Keyspace::new(db.clone(), primary, Arc::from(""));
+    let keyspace = Keyspace::unnamed(db.clone(), primary);
     let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
     let mut it = reader.iter_with(Fill::Bypass);
     it.seek_to_first()?;
@@ -158,8 +158,8 @@ fn refuse_unique_duplicates(
     if !has_live_key(db, ix.keyspace, &info.smallest, &info.largest)? {
         return Ok(());
     }
-    let index = Keyspace::new(db.clone(), ix.keyspace, Arc::from(""));
-    let primary = Keyspace::new(db.clone(), layout.primary, Arc::from(""));
+    let index = Keyspace::unnamed(db.clone(), ix.keyspace);
+    let primary = Keyspace::unnamed(db.clone(), layout.primary);
     let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
     let mut it = reader.iter_with(Fill::Bypass);
     it.seek_to_first()?;

@@ -41,6 +41,7 @@
 
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::layout::Layout;
 use super::schema::Schema;
@@ -130,14 +131,20 @@ impl PartitionedDb {
         for db in self.parts.dbs() {
             tables.push(db.create_table(schema.clone())?);
         }
-        Ok(PartitionedTable { router, tables })
+        Ok(PartitionedTable {
+            router,
+            tables: tables.into(),
+        })
     }
 
     /// The table `name`, which every partition holds with the same schema.
     pub fn table(&self, name: &str) -> Result<PartitionedTable> {
         let tables = self.tables_named(name)?;
         let router = Router::with_hash(&tables[0].schema()?, self.count(), self.parts.hash_fn())?;
-        Ok(PartitionedTable { router, tables })
+        Ok(PartitionedTable {
+            router,
+            tables: tables.into(),
+        })
     }
 
     fn tables_named(&self, name: &str) -> Result<Vec<Table>> {
@@ -203,7 +210,8 @@ fn out_of_range(i: usize, count: usize) -> Error {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Router {
-    layout: Layout,
+    /// Shared: a router, and the table holding it, is cloned for every select.
+    layout: Arc<Layout>,
     hash: HashFn,
     count: usize,
 }
@@ -217,7 +225,7 @@ impl Router {
     fn with_hash(schema: &Schema, count: usize, hash: HashFn) -> Result<Router> {
         check_count(count)?;
         Ok(Router {
-            layout: Layout::detached(&schema.clone().validated()?)?,
+            layout: Arc::new(Layout::detached(&schema.clone().validated()?)?),
             hash,
             count,
         })
@@ -246,7 +254,7 @@ impl Router {
 #[derive(Debug, Clone)]
 pub struct PartitionedTable {
     router: Router,
-    tables: Vec<Table>,
+    tables: Arc<[Table]>,
 }
 
 impl PartitionedTable {
@@ -367,7 +375,7 @@ impl PartitionedTable {
     /// oldest pending purge the oldest of any partition).
     pub fn stats(&self) -> Result<TableStats> {
         let mut sum = TableStats::default();
-        for t in &self.tables {
+        for t in self.tables.iter() {
             add_stats(&mut sum, t.stats()?);
         }
         let hits: u64 = sum.indexes.iter().map(|i| i.hits).sum();
@@ -431,7 +439,7 @@ impl PartitionedSelect {
     /// every partition early and memory stays one row per partition.
     pub fn rows(self) -> Result<PartitionedRows> {
         let mut sources = Vec::with_capacity(self.table.tables.len());
-        for t in &self.table.tables {
+        for t in self.table.tables.iter() {
             sources.push(KeyedRows(t.select(&self.index).with_query(self.q.clone()).rows()?));
         }
         let merge = if self.q.reverse {

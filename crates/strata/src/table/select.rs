@@ -147,10 +147,10 @@ impl Select {
     pub fn rows(self) -> Result<Rows> {
         let rt = self.table.runtime()?;
         let layout = rt.layout.clone();
-        let (shape, ix): (&KeyShape, Option<IndexLayout>) = if self.index == PRIMARY {
+        let (shape, ix): (&KeyShape, Option<&IndexLayout>) = if self.index == PRIMARY {
             (&layout.pk, None)
         } else {
-            let ix = layout.index(&self.index)?.clone();
+            let ix = layout.index(&self.index)?;
             if ix.building {
                 return Err(Error::InvalidArgument(format!(
                     "index {:?} is still being built",
@@ -207,15 +207,17 @@ impl Select {
             None => Snapshot::new(db.clone()),
         };
         let ks_id = ix.as_ref().map_or(layout.primary, |i| i.keyspace);
-        let ks = Keyspace::new(db.clone(), ks_id, Arc::from(""));
+        let ks = Keyspace::unnamed(db.clone(), ks_id);
         let scan = snapshot.scan(&ks, (lo, hi))?;
         let counters = ix.as_ref().map(|i| rt.state.index(&i.name));
         if let Some(c) = &counters {
             add(&c.reads, 1);
             rt.state.note_secondary_read();
         }
+        // By position: an index layout is not cloned for every select.
+        let ix = ix.and_then(|i| layout.indexes.iter().position(|j| j.name == i.name));
         Ok(Rows {
-            primary: Keyspace::new(db, layout.primary, Arc::from("")),
+            primary: Keyspace::unnamed(db, layout.primary),
             table: self.table,
             rt,
             layout,
@@ -238,7 +240,8 @@ pub struct Rows {
     table: Table,
     rt: TableRuntime,
     layout: Arc<Layout>,
-    ix: Option<IndexLayout>,
+    /// The index read, by position in `layout.indexes` (`None`: the primary key).
+    ix: Option<usize>,
     primary: Keyspace,
     scan: Option<Scan>,
     snapshot: Option<Snapshot>,
@@ -256,7 +259,7 @@ impl std::fmt::Debug for Rows {
 impl Rows {
     fn empty(table: Table, rt: TableRuntime) -> Rows {
         Rows {
-            primary: Keyspace::new(table.db.clone(), rt.layout.primary, Arc::from("")),
+            primary: Keyspace::unnamed(table.db.clone(), rt.layout.primary),
             layout: rt.layout.clone(),
             table,
             rt,
@@ -284,7 +287,7 @@ impl Rows {
             };
             let Some(entry) = next else { return Ok(None) };
             let (key, seq, value) = entry?;
-            let Some(ix) = &self.ix else {
+            let Some(ix) = self.ix.and_then(|i| self.layout.indexes.get(i)) else {
                 return Ok(Some((key, self.layout.decode(&value)?)));
             };
             let (ikey, pk) = self.layout.split_secondary(ix, &key)?;

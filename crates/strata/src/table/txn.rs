@@ -274,7 +274,7 @@ impl Ctx<'_> {
     }
 
     fn db_keyspace(&self, id: u32) -> crate::db::Keyspace {
-        crate::db::Keyspace::new(self.db.clone(), id, Arc::from(""))
+        crate::db::Keyspace::unnamed(self.db.clone(), id)
     }
 }
 
