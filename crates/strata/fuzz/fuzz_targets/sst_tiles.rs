@@ -5,6 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use strata::key::{ValueKind, internal_key};
+use strata::sstable::bloom::KeyHash;
 use strata::sstable::tile::TileIndex;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,8 +18,9 @@ fuzz_target!(|data: &[u8]| {
         let target = internal_key(probe, 7, ValueKind::Put);
         let t = ix.seek(&target);
         assert!(t <= ix.tiles.len());
+        let mut key = KeyHash::new(probe);
         for p in ix.tile_pages(t) {
-            let _ = p.may_hold(probe, &target);
+            let _ = p.may_hold(&mut key, &target);
         }
     }
 });

@@ -143,7 +143,8 @@ impl KeyBatch {
             self.bounds.truncate(1);
             let taken = self.slots.iter().zip(&self.lens).take(self.far);
             for (slot, &n) in taken {
-                self.bytes.extend_from_slice(slot.get(..usize::from(n)).unwrap_or_default());
+                self.bytes
+                    .extend_from_slice(slot.get(..usize::from(n)).unwrap_or_default());
                 self.bounds.push(self.bytes.len());
             }
             self.spilled = true;

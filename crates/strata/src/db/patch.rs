@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, seek_key};
 use crate::sstable::block::BlockBuilder;
+use crate::sstable::bloom::KeyHash;
 use crate::sstable::format::BLOCK_TRAILER_LEN;
 use crate::sstable::patch::{PagePatch, PatchWriter};
 use crate::sstable::{Fill, Pages};
@@ -131,7 +132,8 @@ impl DbInner {
                 // A whole page's keys have no other version in the file.
                 |uk| {
                     let target = seek_key(uk, MAX_SEQNO);
-                    !page.whole && others.iter().any(|o| o.may_hold(uk, &target).0)
+                    let mut key = KeyHash::new(uk);
+                    !page.whole && others.iter().any(|o| o.may_hold(&mut key, &target).0)
                 },
             );
             if kept.is_empty() {

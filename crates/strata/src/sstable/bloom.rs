@@ -67,6 +67,33 @@ impl FilterKey {
         }
     }
 }
+/// A user key's filter hash, computed once for the many filters one lookup may probe
+/// (a tile's pages have a filter each, all of one kind).
+#[derive(Debug)]
+pub struct KeyHash<'a> {
+    user_key: &'a [u8],
+    last: Option<(FilterKey, u64)>,
+}
+
+impl<'a> KeyHash<'a> {
+    /// `user_key`, not hashed yet.
+    pub fn new(user_key: &'a [u8]) -> Self {
+        KeyHash { user_key, last: None }
+    }
+
+    /// The hash a filter of kind `kind` holds for the key.
+    fn of(&mut self, kind: FilterKey) -> u64 {
+        match self.last {
+            Some((k, h)) if k == kind => h,
+            _ => {
+                let h = hash64(kind.of(self.user_key));
+                self.last = Some((kind, h));
+                h
+            }
+        }
+    }
+}
+
 const SEED: u64 = 0x5354_5241_5441_424c;
 
 /// MurmurHash64A of `data` with Strata's fixed seed.
@@ -286,7 +313,17 @@ impl BloomFilter {
 
     /// False only if `user_key` was certainly not added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (line, mut bits) = self.probes_of(hash64(self.key.of(user_key)));
+        self.may_contain_hash(hash64(self.key.of(user_key)))
+    }
+
+    /// [`may_contain`](Self::may_contain) of `key`'s user key, hashed once for all the
+    /// filters it is probed against.
+    pub fn may_contain_key(&self, key: &mut KeyHash<'_>) -> bool {
+        self.may_contain_hash(key.of(self.key))
+    }
+
+    fn may_contain_hash(&self, h: u64) -> bool {
+        let (line, mut bits) = self.probes_of(h);
         self.lines
             .get(line)
             .is_none_or(|l| bits.all(|b| l.0[(b / 64) as usize] & (1 << (b % 64)) != 0))

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use super::block::{Block, BlockIter};
-use super::bloom::BloomFilter;
+use super::bloom::{BloomFilter, KeyHash};
 use super::cache::SstCache;
 use super::format::{BlockHandle, FOOTER_LEN, Footer, unseal_block_owned};
 use super::index::{FenceIndex, FencePointer, FenceValue};
@@ -378,14 +378,15 @@ impl SstReader {
         pages: Option<Pages<'_>>,
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
         let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+        // Hashed once for every page's filter; probes counted once per lookup.
+        let mut key = KeyHash::new(user_key);
+        let mut probes = 0;
         for page in tiles.tile_pages(tiles.seek(target)) {
             if pages.is_some_and(|p| p.map.is_dropped(page.handle.offset)) {
                 continue;
             }
-            let (may, probed) = page.may_hold(user_key, target);
-            if probed {
-                LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
-            }
+            let (may, probed) = page.may_hold(&mut key, target);
+            probes += u64::from(probed);
             if !may {
                 continue;
             }
@@ -403,6 +404,7 @@ impl SstReader {
                 best = Some((it.key().to_vec(), it.value().to_vec()));
             }
         }
+        LOOKUP_COUNTERS.bloom_probes.fetch_add(probes, AtomicOrdering::Relaxed);
         match best {
             None => Ok(None),
             Some((k, v)) => match parse_internal_key(&k) {

@@ -33,7 +33,7 @@
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use super::bloom::{BloomBuilder, BloomFilter, BloomPolicy};
+use super::bloom::{BloomBuilder, BloomFilter, BloomPolicy, KeyHash};
 use super::format::BlockHandle;
 use crate::codec::{DecodeError, Decoder, put_bytes, put_varint};
 use crate::delete_key::DeleteKey;
@@ -67,15 +67,16 @@ pub struct PageMeta {
 }
 
 impl PageMeta {
-    /// True if the page may hold a version of `user_key` at or after `target` (an
-    /// internal key of `user_key`): fences, then bloom. Returns whether the bloom was
-    /// probed too.
-    pub fn may_hold(&self, uk: &[u8], target: &[u8]) -> (bool, bool) {
+    /// True if the page may hold a version of `key`'s user key at or after `target` (an
+    /// internal key of it): fences, then bloom. Returns whether the bloom was probed
+    /// too.
+    pub fn may_hold(&self, key: &mut KeyHash<'_>, target: &[u8]) -> (bool, bool) {
+        let uk = user_key(target);
         if compare_internal(&self.last, target) == Ordering::Less || user_key(&self.first) > uk {
             return (false, false);
         }
         match &self.bloom {
-            Some(b) => (b.may_contain(uk), true),
+            Some(b) => (b.may_contain_key(key), true),
             None => (true, false),
         }
     }
