@@ -1,17 +1,51 @@
-//! RocksDB (the `rocksdb` crate's bundled release build), for `kv`, behind the
-//! [`KvEngine`] trait; its options ([`tuned_options`]) also serve `lethe --kiwi` (c).
-//! Compiled only with the `rocksdb` feature of strata-bench.
+//! RocksDB (the `rocksdb` crate's bundled release build, or the system's library, see
+//! `scripts/install-rocksdb-deps.sh`), for `kv`, behind the [`KvEngine`] trait; its
+//! options ([`tuned_options`]) also serve `lethe --kiwi` (c). Compiled only with the
+//! `rocksdb` feature of strata-bench.
+//!
+//! Only calls of RocksDB's C API that 7.x has too: statistics are read from their text
+//! ([`ticker`]) and background work is awaited by polling ([`wait_idle`]), since
+//! `rocksdb_options_statistics_get_ticker_count` and `rocksdb_wait_for_compact` came
+//! later and Debian's librocksdb is 7.8.
 
 use std::path::Path;
+use std::time::Duration;
 
-use rocksdb::statistics::Ticker;
-use rocksdb::{
-    BlockBasedOptions, Cache, DB, DBCompressionType, Options, WaitForCompactOptions, WriteBatch, WriteOptions,
-};
+use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options, WriteBatch, WriteOptions};
 
 use super::{KvEngine, KvStats, WriteOp};
 use crate::BenchResult;
 use crate::kv::KvConfig;
+
+/// Ticker `name`'s count (0 when statistics are off), from the statistics text's line
+/// `<name> COUNT : <n>`.
+pub fn ticker(opts: &Options, name: &str) -> u64 {
+    let text = opts.get_statistics().unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix("COUNT :"))
+        .find_map(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until no flush or compaction runs or is pending.
+pub fn wait_idle(db: &DB) -> BenchResult<()> {
+    const BUSY: [&str; 4] = [
+        "rocksdb.num-running-flushes",
+        "rocksdb.mem-table-flush-pending",
+        "rocksdb.num-running-compactions",
+        "rocksdb.compaction-pending",
+    ];
+    loop {
+        let mut busy = 0;
+        for p in BUSY {
+            busy += db.property_int_value(p)?.unwrap_or(0);
+        }
+        if busy == 0 {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
 
 /// A RocksDB database with statistics on (for flush and compaction bytes).
 pub struct RocksKv {
@@ -144,19 +178,16 @@ impl KvEngine for RocksKv {
 
     fn flush(&self) -> BenchResult<()> {
         self.db.flush()?;
-        let mut w = WaitForCompactOptions::default();
-        w.set_flush(true);
-        self.db.wait_for_compact(&w)?;
-        Ok(())
+        wait_idle(&self.db)
     }
 
     fn stats(&self) -> BenchResult<KvStats> {
         let sst = self.db.property_int_value("rocksdb.live-sst-files-size")?.unwrap_or(0);
-        let hits = self.opts.get_ticker_count(Ticker::BlockCacheDataHit);
-        let misses = self.opts.get_ticker_count(Ticker::BlockCacheDataMiss);
+        let hits = ticker(&self.opts, "rocksdb.block.cache.data.hit");
+        let misses = ticker(&self.opts, "rocksdb.block.cache.data.miss");
         Ok(KvStats {
-            flush_bytes: self.opts.get_ticker_count(Ticker::FlushWriteBytes),
-            compaction_bytes: self.opts.get_ticker_count(Ticker::CompactWriteBytes),
+            flush_bytes: ticker(&self.opts, "rocksdb.flush.write.bytes"),
+            compaction_bytes: ticker(&self.opts, "rocksdb.compact.write.bytes"),
             sst_bytes: sst,
             data_blocks: hits + misses,
             data_block_misses: misses,

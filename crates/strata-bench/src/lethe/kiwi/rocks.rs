@@ -27,15 +27,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksdb::compaction_filter::Decision;
 use rocksdb::perf::{PerfContext, PerfMetric, PerfStatsLevel, set_perf_stats};
-use rocksdb::statistics::Ticker;
-use rocksdb::{BottommostLevelCompaction, Cache, CompactOptions, DB, Options, ReadOptions, WaitForCompactOptions};
+use rocksdb::{BottommostLevelCompaction, Cache, CompactOptions, DB, Options, ReadOptions};
 use strata::sstable::bloom::BloomPolicy;
 
 use super::{
     Counters, Engine, KiwiResult, KiwiShape, LookupCounters, RANGE_LEN, baseline_result, load_and_measure, value,
 };
 use crate::BenchResult;
-use crate::engines::rocksdb::{Tuning, tuned_options};
+use crate::engines::rocksdb::{Tuning, ticker, tuned_options, wait_idle};
 
 /// The delete-key range `[lo, hi)` the compaction filter removes.
 #[derive(Default)]
@@ -144,11 +143,11 @@ impl Engine for RocksEngine {
     }
 
     fn counters(&self) -> Counters {
-        let t = |x| self.opts.get_ticker_count(x);
+        let t = |name| ticker(&self.opts, name);
         Counters {
-            compaction_read: t(Ticker::CompactReadBytes),
-            compaction_written: t(Ticker::CompactWriteBytes),
-            flush_written: t(Ticker::FlushWriteBytes),
+            compaction_read: t("rocksdb.compact.read.bytes"),
+            compaction_written: t("rocksdb.compact.write.bytes"),
+            flush_written: t("rocksdb.flush.write.bytes"),
             cache_misses: self.perf.metric(PerfMetric::BlockReadCount) - self.check_reads.get(),
             ..Counters::default()
         }
@@ -200,8 +199,7 @@ impl Engine for RocksEngine {
     /// Waits for running and pending flushes and compactions (without flushing the
     /// memtable, as Strata's `wait_for_background`).
     fn wait(&self) -> BenchResult<()> {
-        self.db.wait_for_compact(&WaitForCompactOptions::default())?;
-        Ok(())
+        wait_idle(&self.db)
     }
 
     fn leftover(&self) -> BenchResult<i64> {
