@@ -7,8 +7,8 @@
 //! Random histories of bulk puts, deletes, delete_alls, re-puts under a snapshot (a
 //! run then holds two versions of one entry), flushes and compactions, with 256-byte
 //! blocks and small files, are read forward, backward, from both ends at once and
-//! between value bounds, at the latest state and at snapshots, as multimap values and
-//! as keyspace entries.
+//! between value bounds, at the latest state and at snapshots, as multimap values (by
+//! `next`/`next_back` and by `for_each_value`) and as keyspace entries.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
@@ -244,6 +244,32 @@ impl Harness {
         }
         .map_err(|e| e.to_string())?;
         check_pulls("values", values, want.clone(), pulls)?;
+        // The same pulls, then the rest through `for_each_value` (straight from the
+        // blocks, up to what the back end read ahead, then that).
+        let mut values = match snap {
+            Some((s, _)) => self.mm.get_at(s, k, range.clone()),
+            None => self.mm.get_range(k, range.clone()),
+        }
+        .map_err(|e| e.to_string())?;
+        let mut left = want.clone();
+        for &front in pulls {
+            let got = if front { values.next() } else { values.next_back() };
+            let got = got.transpose().map_err(|e| e.to_string())?;
+            let w = if front { left.pop_front() } else { left.pop_back() };
+            if got != w {
+                return Err(format!("for_each_value's pulls: got {got:?}, want {w:?}"));
+            }
+        }
+        let mut rest = Vec::new();
+        values
+            .for_each_value(|v| rest.push(v.to_vec()))
+            .map_err(|e| e.to_string())?;
+        if rest != Vec::from(left) {
+            return Err(format!("for_each_value after {pulls:?}: got {rest:?}"));
+        }
+        if values.next().is_some() || values.next_back().is_some() {
+            return Err("for_each_value left values behind".into());
+        }
         // The same entries through an ordinary keyspace scan, values and all.
         let entry = |v: &Vec<u8>| (encoding::encode(k, v), Vec::new());
         let lo = match &range.0 {

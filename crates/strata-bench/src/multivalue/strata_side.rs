@@ -74,16 +74,14 @@ type LoadOutcome = (u64, f64, Vec<(f64, u64)>);
 /// One GET thread's histograms per bin, keys and values read.
 type ThreadGets = (Vec<Histogram<u64>>, u64, u64);
 
-/// Streams every value of `key` through the borrowing `next_value` (no allocation per
-/// value), touching each value's bytes; returns the count.
+/// Streams every value of `key` through `Values::for_each_value` (each value borrowed,
+/// no allocation per value), touching each value's bytes; returns the count.
 fn stream(mm: &MultiMap, key: &[u8]) -> BenchResult<u64> {
     let (mut n, mut bytes) = (0u64, 0usize);
-    let mut values = mm.get(key)?;
-    while let Some(v) = values.next_value() {
-        let v = v?;
+    mm.get(key)?.for_each_value(|v| {
         bytes += v.len() + usize::from(v.first().copied().unwrap_or(0));
         n += 1;
-    }
+    })?;
     std::hint::black_box(bytes);
     Ok(n)
 }

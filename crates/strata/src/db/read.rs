@@ -296,6 +296,28 @@ impl PlainSink for FillSink<'_, '_> {
     }
 }
 
+/// `DirIter::for_each` on the one-run path: each key, its first `cut` bytes cut off,
+/// handed to `f` straight from the block cursor's key (no batch), until the key meets
+/// `other` (the other end's last key).
+struct CallSink<'a, 'b, F> {
+    cut: usize,
+    f: &'a mut F,
+    other: Option<&'b [u8]>,
+    met: bool,
+}
+
+impl<F: FnMut(&[u8])> PlainSink for CallSink<'_, '_, F> {
+    #[inline(always)]
+    fn take(&mut self, ikey: &[u8], _: SeqNo, _: &[u8]) -> bool {
+        let k = crate::key::user_key(ikey);
+        self.met = self.other.is_some_and(|o| k >= o);
+        if !self.met {
+            (self.f)(k.get(self.cut..).unwrap_or_default());
+        }
+        !self.met
+    }
+}
+
 /// Length of the common prefix of `a` and `b`.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -478,6 +500,25 @@ impl DirIter {
             out.push(self.key_buf.get(cut..).unwrap_or_default());
         }
         Ok(false)
+    }
+
+    /// Hands `f` every live key left going forward, its first `cut` bytes cut off,
+    /// stopping before `other` (the key the other end of the scan read last).
+    fn for_each(&mut self, cut: usize, f: &mut impl FnMut(&[u8]), other: Option<&[u8]>) -> Result<()> {
+        if self.run.is_some() {
+            let mut sink = CallSink {
+                cut,
+                f,
+                other,
+                met: false,
+            };
+            while !self.walk_plain(&mut sink)? && !sink.met {}
+            return Ok(());
+        }
+        while self.step_forward(false)?.is_some() && !crossed(Direction::Forward, &self.key_buf, other) {
+            f(self.key_buf.get(cut..).unwrap_or_default());
+        }
+        Ok(())
     }
 
     /// `step_forward` on the one-run path: the next live entry, with its value when
@@ -840,6 +881,22 @@ impl Scan {
             self.finished = true;
         }
         r.map(drop)
+    }
+
+    /// Hands `f` every live key left from the front, without its value and with its
+    /// first `cut` bytes cut off, in order, up to where the back end stopped (as
+    /// `fill_keys` from the front until the scan is over, without a batch between:
+    /// each key is borrowed from the block cursor for the call). The scan is then over.
+    /// An error ends the scan, after the keys before it.
+    pub(crate) fn for_each_key(&mut self, cut: usize, f: &mut impl FnMut(&[u8])) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.make_if_absent(Direction::Forward);
+        let Some(it) = self.front.as_mut() else { return Ok(()) };
+        let r = it.for_each(cut, f, self.back.as_ref().and_then(DirIter::last_key));
+        self.finished = true;
+        r
     }
 
     /// One step of the cursor of `dir`; the scan ends where the two ends meet.
