@@ -264,7 +264,7 @@ impl Harness {
         values
             .for_each_value(|v| rest.push(v.to_vec()))
             .map_err(|e| e.to_string())?;
-        if rest != Vec::from(left) {
+        if left != rest {
             return Err(format!("for_each_value after {pulls:?}: got {rest:?}"));
         }
         if values.next().is_some() || values.next_back().is_some() {
