@@ -103,36 +103,6 @@ impl KeyBatch {
         self.push_spilled(key);
     }
 
-    /// Adds `src[at..at + n]` (clipped to `src`) after the others. A key `src` goes on
-    /// past (a user key in its internal key, which has an 8-byte trailer) fits its
-    /// slot with one 8- or 16-byte copy: the bytes past it land in the slot's scratch.
-    #[inline(always)]
-    pub(crate) fn push_from(&mut self, src: &[u8], at: usize, n: usize) {
-        let rest = src.get(at..).unwrap_or_default();
-        if !self.spilled
-            && n <= SLOT
-            && let (Some(slot), Some(len)) = (self.slots.get_mut(self.far), self.lens.get_mut(self.far))
-        {
-            let copied = match (rest.first_chunk::<8>(), rest.first_chunk::<SLOT>()) {
-                (Some(c), _) if n <= 8 => {
-                    slot[..8].copy_from_slice(c);
-                    true
-                }
-                (_, Some(c)) => {
-                    *slot = *c;
-                    true
-                }
-                _ => false,
-            };
-            if copied {
-                *len = n as u8;
-                self.far += 1;
-                return;
-            }
-        }
-        self.push(rest.get(..n).unwrap_or(rest));
-    }
-
     /// `push` of a key no slot takes: the batch's keys move to `bytes` (once a fill)
     /// and `key` joins them there.
     #[cold]
@@ -272,28 +242,5 @@ mod tests {
         b.push(b"q");
         assert!(!b.spilled);
         assert_eq!(b.take_near(), Some(b"q".as_slice()));
-    }
-
-    /// `push_from` copies a whole chunk past the key and keeps only the key, for every
-    /// length and however far `src` goes on past it.
-    #[test]
-    fn keys_pushed_from_a_longer_source_come_back_whole() {
-        let src: Vec<u8> = (1..=60).collect();
-        for past in [0, 3, 8, 20] {
-            let mut b = KeyBatch::default();
-            b.clear();
-            b.clear();
-            let mut want = Vec::new();
-            for n in 0..=20 {
-                let at = n % 5;
-                let end = (at + n + past).min(src.len());
-                b.push_from(&src[..end], at, n);
-                want.push(src[at..(at + n).min(end)].to_vec());
-            }
-            for w in &want {
-                assert_eq!(b.take_near(), Some(w.as_slice()), "past {past}");
-            }
-            assert_eq!(b.take_near(), None);
-        }
     }
 }

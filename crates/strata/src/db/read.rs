@@ -261,60 +261,45 @@ struct PlainKeys<'a> {
     upper_lcp: &'a mut usize,
 }
 
-/// What `DirIter::walk_plain` hands each live entry to: `take(internal_key, seq,
-/// value)`, false to stop. A trait rather than a closure so the fill of a key batch is
-/// inlined into the block walk (a closure there stayed a call per entry).
+/// What `DirIter::walk_plain` hands each live entry to: `take(user_key, seq, value)`,
+/// false to stop. A trait rather than a closure so a keys-only walk is inlined into
+/// the block walk (a closure there stayed a call per entry).
 trait PlainSink {
-    fn take(&mut self, internal_key: &[u8], seq: SeqNo, value: &[u8]) -> bool;
+    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool;
 }
 
 impl<F: FnMut(&[u8], SeqNo, &[u8]) -> bool> PlainSink for F {
-    fn take(&mut self, internal_key: &[u8], seq: SeqNo, value: &[u8]) -> bool {
-        self(crate::key::user_key(internal_key), seq, value)
+    fn take(&mut self, user_key: &[u8], seq: SeqNo, value: &[u8]) -> bool {
+        self(user_key, seq, value)
     }
 }
 
-/// `DirIter::fill` on the one-run path: each key, its first `cut` bytes cut off, into
-/// `out` until it is full or the key meets `other` (the other end's last key).
-struct FillSink<'a, 'b> {
+/// The one-run path of a keys-only read (`DirIter::fill` and `DirIter::for_each`):
+/// each key, its first `cut` bytes cut off, goes to `emit` (false to stop) until the
+/// key meets `other`, the other end's last key.
+struct KeysSink<'b, E> {
     cut: usize,
-    out: &'a mut KeyBatch,
     other: Option<&'b [u8]>,
     met: bool,
+    emit: E,
 }
 
-impl PlainSink for FillSink<'_, '_> {
-    #[inline(always)]
-    fn take(&mut self, ikey: &[u8], _: SeqNo, _: &[u8]) -> bool {
-        let k = crate::key::user_key(ikey);
-        self.met = self.other.is_some_and(|o| k >= o);
-        if !self.met {
-            // The key's trailer lets the batch copy a whole chunk.
-            self.out.push_from(ikey, self.cut, k.len().saturating_sub(self.cut));
+impl<'b, E: FnMut(&[u8]) -> bool> KeysSink<'b, E> {
+    fn new(cut: usize, other: Option<&'b [u8]>, emit: E) -> Self {
+        KeysSink {
+            cut,
+            other,
+            met: false,
+            emit,
         }
-        !(self.met || self.out.is_full())
     }
 }
 
-/// `DirIter::for_each` on the one-run path: each key, its first `cut` bytes cut off,
-/// handed to `f` straight from the block cursor's key (no batch), until the key meets
-/// `other` (the other end's last key).
-struct CallSink<'a, 'b, F> {
-    cut: usize,
-    f: &'a mut F,
-    other: Option<&'b [u8]>,
-    met: bool,
-}
-
-impl<F: FnMut(&[u8])> PlainSink for CallSink<'_, '_, F> {
+impl<E: FnMut(&[u8]) -> bool> PlainSink for KeysSink<'_, E> {
     #[inline(always)]
-    fn take(&mut self, ikey: &[u8], _: SeqNo, _: &[u8]) -> bool {
-        let k = crate::key::user_key(ikey);
+    fn take(&mut self, k: &[u8], _: SeqNo, _: &[u8]) -> bool {
         self.met = self.other.is_some_and(|o| k >= o);
-        if !self.met {
-            (self.f)(k.get(self.cut..).unwrap_or_default());
-        }
-        !self.met
+        !self.met && (self.emit)(k.get(self.cut..).unwrap_or_default())
     }
 }
 
@@ -506,13 +491,12 @@ impl DirIter {
     /// stopping before `other` (the key the other end of the scan read last).
     fn for_each(&mut self, cut: usize, f: &mut impl FnMut(&[u8]), other: Option<&[u8]>) -> Result<()> {
         if self.run.is_some() {
-            let mut sink = CallSink {
-                cut,
-                f,
-                other,
-                met: false,
-            };
-            while !self.walk_plain(&mut sink)? && !sink.met {}
+            // The sink never stops the walk before the keys meet `other`, so one walk
+            // reads to the end.
+            self.walk_plain(&mut KeysSink::new(cut, other, |k| {
+                f(k);
+                true
+            }))?;
             return Ok(());
         }
         while self.step_forward(false)?.is_some() && !crossed(Direction::Forward, &self.key_buf, other) {
@@ -534,12 +518,10 @@ impl DirIter {
 
     /// `fill` on the one-run path.
     fn fill_plain(&mut self, cut: usize, out: &mut KeyBatch, other: Option<&[u8]>) -> Result<bool> {
-        let mut sink = FillSink {
-            cut,
-            out,
-            other,
-            met: false,
-        };
+        let mut sink = KeysSink::new(cut, other, |k| {
+            out.push(k);
+            !out.is_full()
+        });
         let over = self.walk_plain(&mut sink)?;
         Ok(over || sink.met)
     }
@@ -588,7 +570,7 @@ impl DirIter {
                             over = true;
                             return false;
                         }
-                        Plain::Take(seq) => sink.take(w.key, seq, w.value),
+                        Plain::Take(seq) => sink.take(crate::key::user_key(w.key), seq, w.value),
                     };
                     // Where the walk stops, the next judges by `key_buf`.
                     if (w.last || !go_on) && *keys.has_key {
@@ -620,7 +602,7 @@ impl DirIter {
                 }
                 Plain::Take(seq) => {
                     keys.remember(run.key());
-                    sink.take(run.key(), seq, run.value())
+                    sink.take(keys.key_buf.as_slice(), seq, run.value())
                 }
             };
             run.next()?;
