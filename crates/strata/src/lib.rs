@@ -53,6 +53,7 @@ pub mod key;
 pub mod memtable;
 pub mod multimap;
 pub mod options;
+mod parallel;
 pub mod partition;
 pub mod range_tombstone;
 pub mod repair;

@@ -224,7 +224,8 @@ impl DbInner {
 
     fn stage_all(&self, opts: &IngestOptions, staged: &mut [Staged]) -> Result<()> {
         let fs = self.opts.fs.as_ref();
-        let done = parallel(staged.len(), |i| {
+        // Files are checked and copied one per thread.
+        let done = crate::parallel::map(staged.len(), |i| {
             let s = &staged[i];
             let dest = self.dir.join(sst_file_name(s.number));
             if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
@@ -393,47 +394,6 @@ fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8
         None => None,
     };
     (level as u32, run)
-}
-
-/// Runs `f(0..n)` on up to as many threads as there are cores (files are checked and
-/// copied one per thread); the results in order, or the first error.
-fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(n)
-        .max(1);
-    if threads == 1 {
-        return (0..n).map(&f).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = parking_lot::Mutex::new((0..n).map(|_| None).collect::<Vec<Option<Result<T>>>>());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    let r = f(i);
-                    let failed = r.is_err();
-                    results.lock()[i] = Some(r);
-                    if failed {
-                        // The others stop at their next file.
-                        next.store(n, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let mut out = Vec::with_capacity(n);
-    for r in results.into_inner() {
-        match r {
-            Some(r) => out.push(r?),
-            None => return Err(Error::InvalidArgument("ingest stopped after an error".into())),
-        }
-    }
-    Ok(out)
 }
 
 /// Refuses files of one keyspace whose key ranges overlap (naming both).

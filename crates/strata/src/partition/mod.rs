@@ -272,37 +272,9 @@ impl Partitions {
     }
 
     /// Runs `f` on every partition, on as many threads as there are cores (at most one
-    /// per partition), and returns the first error after every call has returned.
+    /// per partition); the first error.
     fn each_in_parallel(&self, f: impl Fn(&Db) -> Result<()> + Sync) -> Result<()> {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let threads = cores.min(self.dbs.len());
-        if threads <= 1 {
-            return self.dbs.iter().try_for_each(f);
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<Result<()>> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut first = Ok(());
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(db) = self.dbs.get(i) else { break first };
-                            let r = f(db);
-                            if first.is_ok() {
-                                first = r;
-                            }
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                // A panic in `f` is a bug: it goes on in this thread.
-                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        results.into_iter().collect()
+        crate::parallel::map(self.dbs.len(), |i| self.dbs.get(i).map_or(Ok(()), &f)).map(drop)
     }
 
     /// Waits until no partition has a flush or compaction pending.
