@@ -440,8 +440,6 @@ pub fn check_copy(
     })
 }
 
-/// Adds checked bytes to the digest and to the copy, if any, whose device is asked to
-/// start writing them.
 /// Passes on the bytes of `file` from `from` to `to` that no block covers, a piece at a
 /// time, so a file with a large unused region is never read into memory at once.
 fn copy_gap(
@@ -461,6 +459,8 @@ fn copy_gap(
     Ok(())
 }
 
+/// Adds checked bytes to the digest and to the copy, if any, whose device is asked to
+/// start writing them.
 fn pass_on(bytes: &[u8], digest: &mut FileDigest, out: &mut Option<&mut dyn WritableFile>) -> Result<()> {
     digest.update(bytes);
     if let Some(out) = out {
@@ -497,11 +497,10 @@ fn read_tail(file: &dyn crate::fs::RandomAccessFile, path: &Path) -> Result<(Arc
     }
     let decoded = Footer::decode(&footer, size)
         .map_err(|e| Error::corruption(path, footer_at + e.offset as u64, format!("footer: {}", e.reason)))?;
-    let start = [decoded.index, decoded.filter, decoded.properties, decoded.range_del]
-        .iter()
-        .map(|h| h.offset)
-        .min()
-        .unwrap_or(footer_at);
+    let start = (decoded.index.offset)
+        .min(decoded.filter.offset)
+        .min(decoded.properties.offset)
+        .min(decoded.range_del.offset);
     let tail = Arc::new(Tail {
         path: path.to_path_buf(),
         start,
