@@ -13,6 +13,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+# A user's PATH on Debian lacks /sbin, where ldconfig lives.
+ldconfig() { PATH="$PATH:/sbin:/usr/sbin" command ldconfig "$@"; }
 
 missing=()
 [ -e /usr/include/rocksdb/c.h ] || missing+=(librocksdb-dev)
@@ -24,7 +26,12 @@ if [ "${#missing[@]}" -ne 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-libdir="$(dirname "$(ldconfig -p | awk '/librocksdb\.so /{print $NF; exit}')")"
+lib="$(ldconfig -p | awk '/librocksdb\.so /{print $NF; exit}')"
+if [ -z "$lib" ]; then
+    echo "build-with-system-rocksdb: librocksdb.so not found (is librocksdb-dev installed?)" >&2
+    exit 1
+fi
+libdir="$(dirname "$lib")"
 target="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target"
 cc -O2 -fPIC -c -o "$target/rocksdb7-compat.o" "$here/rocksdb7-compat.c"

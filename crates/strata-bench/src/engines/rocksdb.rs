@@ -1,10 +1,10 @@
-//! RocksDB (the `rocksdb` crate's bundled release build, or the system's library, see
-//! `scripts/install-rocksdb-deps.sh`), for `kv`, behind the [`KvEngine`] trait; its
+//! RocksDB (the `rocksdb` crate's bundled release build, or the system's library linked
+//! by `scripts/build-with-system-rocksdb.sh`), for `kv`, behind the [`KvEngine`] trait; its
 //! options ([`tuned_options`]) also serve `lethe --kiwi` (c). Compiled only with the
 //! `rocksdb` feature of strata-bench.
 //!
 //! Only calls of RocksDB's C API that 7.x has too: statistics are read from their text
-//! ([`ticker`]) and background work is awaited by polling ([`wait_idle`]), since
+//! ([`tickers`]) and background work is awaited by polling ([`wait_idle`]), since
 //! `rocksdb_options_statistics_get_ticker_count` and `rocksdb_wait_for_compact` came
 //! later and Debian's librocksdb is 7.8.
 
@@ -17,17 +17,29 @@ use super::{KvEngine, KvStats, WriteOp};
 use crate::BenchResult;
 use crate::kv::KvConfig;
 
-/// Ticker `name`'s count (0 when statistics are off), from the statistics text's line
-/// `<name> COUNT : <n>`.
-pub fn ticker(opts: &Options, name: &str) -> u64 {
+/// The counts of tickers `names` (0 where statistics are off), from one reading of the
+/// statistics text, whose lines read `<name> COUNT : <n>`.
+pub fn tickers<const N: usize>(opts: &Options, names: [&str; N]) -> [u64; N] {
     let text = opts.get_statistics().unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix("COUNT :"))
-        .find_map(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    names.map(|name| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix("COUNT :"))
+            .find_map(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
-/// Waits until no flush or compaction runs or is pending.
+/// Fails if RocksDB recorded a background error (its C API drops the status of a
+/// manual compaction, and a failed flush or compaction stops further ones).
+pub fn check_background(db: &DB) -> BenchResult<()> {
+    match db.property_int_value("rocksdb.background-errors")? {
+        Some(n) if n > 0 => Err(format!("RocksDB: {n} background errors").into()),
+        _ => Ok(()),
+    }
+}
+
+/// Waits until no flush or compaction runs or is pending; fails on a background error
+/// (after one, pending work is never done).
 pub fn wait_idle(db: &DB) -> BenchResult<()> {
     const BUSY: [&str; 4] = [
         "rocksdb.num-running-flushes",
@@ -36,6 +48,7 @@ pub fn wait_idle(db: &DB) -> BenchResult<()> {
         "rocksdb.compaction-pending",
     ];
     loop {
+        check_background(db)?;
         let mut busy = 0;
         for p in BUSY {
             busy += db.property_int_value(p)?.unwrap_or(0);
@@ -183,11 +196,18 @@ impl KvEngine for RocksKv {
 
     fn stats(&self) -> BenchResult<KvStats> {
         let sst = self.db.property_int_value("rocksdb.live-sst-files-size")?.unwrap_or(0);
-        let hits = ticker(&self.opts, "rocksdb.block.cache.data.hit");
-        let misses = ticker(&self.opts, "rocksdb.block.cache.data.miss");
+        let [hits, misses, flush_bytes, compaction_bytes] = tickers(
+            &self.opts,
+            [
+                "rocksdb.block.cache.data.hit",
+                "rocksdb.block.cache.data.miss",
+                "rocksdb.flush.write.bytes",
+                "rocksdb.compact.write.bytes",
+            ],
+        );
         Ok(KvStats {
-            flush_bytes: ticker(&self.opts, "rocksdb.flush.write.bytes"),
-            compaction_bytes: ticker(&self.opts, "rocksdb.compact.write.bytes"),
+            flush_bytes,
+            compaction_bytes,
             sst_bytes: sst,
             data_blocks: hits + misses,
             data_block_misses: misses,

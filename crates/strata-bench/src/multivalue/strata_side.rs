@@ -162,7 +162,7 @@ pub fn filter_bytes(parts: &Partitions) -> BenchResult<u64> {
     let mut total = 0;
     for db in parts.dbs() {
         for f in db.live_files() {
-            let path = db.path().join(format!("{:06}.sst", f.number));
+            let path = db.path().join(strata::sstable::sst_file_name(f.number));
             let file = strata::fs::FileSystem::open(&fs, &path)?;
             total += strata::sstable::SstReader::open(file, f.number, None)?
                 .properties()

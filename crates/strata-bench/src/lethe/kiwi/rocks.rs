@@ -34,7 +34,7 @@ use super::{
     Counters, Engine, KiwiResult, KiwiShape, LookupCounters, RANGE_LEN, baseline_result, load_and_measure, value,
 };
 use crate::BenchResult;
-use crate::engines::rocksdb::{Tuning, ticker, tuned_options, wait_idle};
+use crate::engines::rocksdb::{Tuning, check_background, tickers, tuned_options, wait_idle};
 
 /// The delete-key range `[lo, hi)` the compaction filter removes.
 #[derive(Default)]
@@ -105,11 +105,7 @@ impl RocksEngine {
         let mut c = CompactOptions::default();
         c.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
         self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &c);
-        // The C API drops CompactRange's status; a failed compaction shows here.
-        match self.db.property_int_value("rocksdb.background-errors")? {
-            Some(n) if n > 0 => Err(format!("RocksDB: {n} background errors").into()),
-            _ => Ok(()),
-        }
+        check_background(&self.db)
     }
 }
 
@@ -143,11 +139,18 @@ impl Engine for RocksEngine {
     }
 
     fn counters(&self) -> Counters {
-        let t = |name| ticker(&self.opts, name);
+        let [compaction_read, compaction_written, flush_written] = tickers(
+            &self.opts,
+            [
+                "rocksdb.compact.read.bytes",
+                "rocksdb.compact.write.bytes",
+                "rocksdb.flush.write.bytes",
+            ],
+        );
         Counters {
-            compaction_read: t("rocksdb.compact.read.bytes"),
-            compaction_written: t("rocksdb.compact.write.bytes"),
-            flush_written: t("rocksdb.flush.write.bytes"),
+            compaction_read,
+            compaction_written,
+            flush_written,
             cache_misses: self.perf.metric(PerfMetric::BlockReadCount) - self.check_reads.get(),
             ..Counters::default()
         }
