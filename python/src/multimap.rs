@@ -16,8 +16,12 @@ use crate::kv::{Prefetch, Shared, Snapshot, WriteBatch, busy, engine};
 
 /// The multimap stored in keyspace `name` (created when missing and `create` is true).
 pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str, create: bool) -> PyResult<MultiMap> {
-    let created = create && shared.keyspace(py, name, false).is_err();
-    let ks = shared.keyspace(py, name, create)?;
+    // Created here only when the lookup finds none; any other error is the caller's.
+    let (ks, created) = shared.with_db(py, |db| match db.keyspace(name) {
+        Ok(ks) => Ok((ks, false)),
+        Err(strata::Error::NotFound(_)) if create => Ok((db.keyspace_or_create(name)?, true)),
+        Err(e) => Err(e),
+    })?;
     let map = EngineMultiMap::new(ks);
     if created {
         // A new multimap's tables filter by key (`MultiMap::filter_by_key`).
