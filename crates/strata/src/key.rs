@@ -68,11 +68,18 @@ pub fn internal_key(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Vec<u8> {
 
 /// The smallest internal key for `user_key` visible at `snapshot` (seek target).
 pub fn seek_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
-    // Kind 0xff sorts before every real kind at the same seqno.
     let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
-    v.extend_from_slice(user_key);
-    v.extend_from_slice(&((snapshot << 8) | 0xff).to_be_bytes());
+    put_seek_key(&mut v, user_key, snapshot);
     v
+}
+
+/// [`seek_key`] written into `out` (cleared first), reusing its room.
+pub fn put_seek_key(out: &mut Vec<u8>, user_key: &[u8], snapshot: SeqNo) {
+    out.clear();
+    out.reserve(user_key.len() + TRAILER_LEN);
+    out.extend_from_slice(user_key);
+    // Kind 0xff sorts before every real kind at the same seqno.
+    out.extend_from_slice(&((snapshot << 8) | 0xff).to_be_bytes());
 }
 
 /// The largest internal key for `user_key` (sorts after all its versions).

@@ -356,7 +356,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
 impl DbInner {
     /// Time and the oldest snapshot, for delete-driven compaction.
     pub fn delete_clock(&self) -> crate::compaction::picker::DeleteClock {
-        let oldest_snapshot = self.snapshots.lock().keys().next().copied();
+        let oldest_snapshot = self.snapshots.lock().seqs().next();
         crate::compaction::picker::DeleteClock {
             now: self.opts.clock.now_micros(),
             oldest_snapshot,

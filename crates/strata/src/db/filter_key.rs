@@ -1,7 +1,7 @@
 //! What the filters of each keyspace's new tables hold of each key
 //! ([`super::Keyspace::set_filter_key`]), kept as a manifest meta entry
-//! `strata.filter_key.<keyspace id>` of one byte (2 = key prefixes; absent = whole
-//! keys). A table's filter records what it holds (`sstable::bloom`), so a change
+//! `strata.filter_key.<keyspace id>`: `2` for key prefixes, `3 n` for the first `n`
+//! bytes; absent for whole keys. A table's filter records what it holds (`sstable::bloom`), so a change
 //! reaches only the tables written after it and never changes a read's answer.
 
 use std::collections::BTreeMap;
@@ -11,6 +11,7 @@ use crate::sstable::bloom::FilterKey;
 
 const PREFIX: &str = "strata.filter_key.";
 const KEY_PREFIX: u8 = 2;
+const FIXED: u8 = 3;
 
 /// The meta-entry name of keyspace `ks`'s setting.
 pub(crate) fn name(ks: u32) -> String {
@@ -22,12 +23,14 @@ pub(crate) fn encode(key: FilterKey) -> Option<Vec<u8>> {
     match key {
         FilterKey::Whole => None,
         FilterKey::KeyPrefix => Some(vec![KEY_PREFIX]),
+        FilterKey::Fixed(n) => Some(vec![FIXED, n]),
     }
 }
 
 fn decode(name: &str, b: &[u8]) -> Result<FilterKey> {
     match b {
         [KEY_PREFIX] => Ok(FilterKey::KeyPrefix),
+        [FIXED, n] if *n > 0 => Ok(FilterKey::Fixed(*n)),
         // Meta entries sit in checksummed manifest records: a writer bug or a crafted
         // manifest.
         _ => Err(Error::InvalidArgument(format!(
@@ -66,15 +69,22 @@ mod tests {
         assert_eq!(encode(FilterKey::Whole), None);
         meta.insert(name(3), encode(FilterKey::KeyPrefix).expect("entry"));
         meta.insert(name(12), encode(FilterKey::KeyPrefix).expect("entry"));
+        meta.insert(name(14), encode(FilterKey::Fixed(9)).expect("entry"));
         meta.insert("strata.other".into(), vec![9]);
         assert_eq!(of(&meta, 3).expect("set"), FilterKey::KeyPrefix);
         assert_eq!(of(&meta, 4).expect("unset"), FilterKey::Whole);
         let all = all(&meta).expect("all");
         assert_eq!(
             all.into_iter().collect::<Vec<_>>(),
-            vec![(3, FilterKey::KeyPrefix), (12, FilterKey::KeyPrefix)]
+            vec![
+                (3, FilterKey::KeyPrefix),
+                (12, FilterKey::KeyPrefix),
+                (14, FilterKey::Fixed(9))
+            ]
         );
         meta.insert(name(5), vec![7]);
+        assert!(of(&meta, 5).is_err());
+        meta.insert(name(5), vec![FIXED, 0]);
         assert!(of(&meta, 5).is_err());
         assert!(super::all(&meta).is_err());
     }

@@ -103,12 +103,12 @@ impl Keyspace {
     /// Scans the latest data in `range`; use `.rev()` for descending order.
     pub fn scan(&self, range: impl KeyRange) -> Result<Scan> {
         self.inner.check_open()?;
-        let (lo, hi) = range.into_bounds();
+        let range = super::read::ScanRange::new(range);
         // A scan pins its own snapshot so a long scan's versions are not compacted away
         // under it.
         let snap = super::Snapshot::new(self.inner.clone());
         let seq = snap.seq();
-        Scan::new(&self.inner, self.id, seq, lo, hi, Some(snap))
+        Scan::new(&self.inner, self.id, seq, range, Some(snap))
     }
 
     /// Declares this keyspace's delete key (a big-endian field of every value) and the

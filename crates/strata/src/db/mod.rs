@@ -13,7 +13,7 @@
 mod background;
 mod extension;
 mod files;
-mod filter_key;
+pub(crate) mod filter_key;
 mod ingest;
 mod key_batch;
 mod keyspace;
@@ -26,7 +26,7 @@ mod stats;
 mod verify;
 mod write;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -51,6 +51,7 @@ pub use files::LiveFile;
 pub use ingest::{IngestOptions, IngestReport, IngestedFile};
 pub(crate) use key_batch::KeyBatch;
 pub use keyspace::Keyspace;
+pub(crate) use read::ScanRange;
 pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;
 pub use stats::{KeyspaceStats, LevelStats, Stats};
@@ -121,7 +122,7 @@ pub(crate) struct DbInner {
     pub last_seq: AtomicU64,
     /// Last seqno whose batch is fully in the memtable (what new readers see).
     pub visible_seq: AtomicU64,
-    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    pub snapshots: Mutex<snapshot::SnapshotList>,
     pub bg: Mutex<BgState>,
     pub bg_cv: Condvar,
     pub picker: Mutex<CompactionPicker>,
@@ -620,7 +621,7 @@ impl DbInner {
 
     /// Live snapshot seqnos, ascending.
     pub fn snapshot_list(&self) -> Vec<SeqNo> {
-        self.snapshots.lock().keys().copied().collect()
+        self.snapshots.lock().seqs().collect()
     }
 
     fn stats(&self) -> Stats {
@@ -629,7 +630,7 @@ impl DbInner {
         let c = &self.counters;
         // Taken one at a time: background workers take the background state, then the
         // snapshot list; holding both here in the other order would deadlock.
-        let snapshots = self.snapshots.lock().values().sum();
+        let snapshots = self.snapshots.lock().count();
         let (background_error, flush_running, compactions_running) = {
             let bg = self.bg.lock();
             (bg.error.clone(), bg.flushing, bg.compacting)

@@ -14,7 +14,7 @@
 //! - A read-only open writes nothing: no lock file is created, recovered WAL data stays
 //!   in memory, and no file is swept.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -289,7 +289,7 @@ impl Parts {
             queue_cv: Condvar::new(),
             last_seq: AtomicU64::new(last),
             visible_seq: AtomicU64::new(last),
-            snapshots: Mutex::new(BTreeMap::new()),
+            snapshots: Mutex::new(Default::default()),
             bg: Mutex::new(BgState {
                 busy: HashSet::new(),
                 paused: HashSet::new(),

@@ -16,7 +16,9 @@ use crate::error::Result;
 use crate::iter::level::RunIter;
 use crate::iter::merge::MergingIter;
 use crate::iter::{Direction, InternalIterator};
-use crate::key::{MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, last_key_of, pack_trailer, parse_internal_key, seek_key};
+use crate::key::{
+    MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind, last_key_of, pack_trailer, parse_internal_key, put_seek_key, seek_key,
+};
 use crate::range_tombstone::{RangeDelIndex, RangeTombstone};
 
 /// The newest entry of one key found so far.
@@ -43,6 +45,46 @@ impl DbInner {
         let sv = self.current();
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
         get_in(&sv, &self.sst_cache, ks, key, snapshot)
+    }
+
+    /// Whether keyspace `ks` may hold a key starting with `prefix`: false only when no
+    /// memtable holds one (of any kind) and every file whose range could has a filter
+    /// ruling it out ([`BloomFilter::may_contain_prefix`]). Lets a select skip a
+    /// partition without opening a scan there. The current files hold every version a
+    /// live snapshot sees, so the answer holds at any of them too.
+    ///
+    /// [`BloomFilter::may_contain_prefix`]: crate::sstable::bloom::BloomFilter::may_contain_prefix
+    pub fn may_hold_prefix(&self, ks: u32, prefix: &[u8]) -> Result<bool> {
+        let sv = self.current();
+        let Some(tree) = sv.version.keyspace(ks) else {
+            return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
+        };
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if !m.has_entries() {
+                continue;
+            }
+            let mut it = m.iter(ks);
+            it.seek(&seek_key(prefix, MAX_SEQNO))?;
+            if it.valid() && crate::key::user_key(it.key()).starts_with(prefix) {
+                return Ok(true);
+            }
+        }
+        for run in tree.levels.iter().flat_map(|l| &l.runs) {
+            // Files from the first that ends at or after `prefix`, while they start
+            // before every key with it ends.
+            let start = run.files.partition_point(|f| f.meta.largest.as_slice() < prefix);
+            for f in run.files.iter().skip(start) {
+                let smallest = f.meta.smallest.as_slice();
+                if !(smallest < prefix || smallest.starts_with(prefix)) {
+                    break;
+                }
+                let t = self.sst_cache.get(f.meta.number, f.meta.global_seq)?;
+                if t.filter().is_none_or(|filter| filter.may_contain_prefix(prefix)) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// The latest version of `key` when the memtables alone decide it, with no I/O:
@@ -194,6 +236,21 @@ fn pages_of<'a>(
     })
 }
 
+/// The bounds of a scan, shared by its cursors (and by the scans of a partitioned
+/// select, one per partition) rather than copied into each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScanRange {
+    pub lower: Bound<Vec<u8>>,
+    pub upper: Bound<Vec<u8>>,
+}
+
+impl ScanRange {
+    pub(crate) fn new(range: impl KeyRange) -> Arc<ScanRange> {
+        let (lower, upper) = range.into_bounds();
+        Arc::new(ScanRange { lower, upper })
+    }
+}
+
 /// A visible entry: user key, the seqno of the version, value.
 pub(crate) type Entry = (Vec<u8>, SeqNo, Vec<u8>);
 
@@ -209,8 +266,7 @@ struct DirIter {
     rdi: Arc<RangeDelIndex>,
     deletes: Option<Arc<Deletes>>,
     snapshot: SeqNo,
-    lower: Bound<Vec<u8>>,
-    upper: Bound<Vec<u8>>,
+    range: Arc<ScanRange>,
     started: bool,
     done: bool,
     /// `key_buf` holds the user key of the entry returned last (where the other end of
@@ -360,11 +416,11 @@ impl DirIter {
     }
 
     fn in_upper(&self, k: &[u8]) -> bool {
-        in_upper(&self.upper, k)
+        in_upper(&self.range.upper, k)
     }
 
     fn in_lower(&self, k: &[u8]) -> bool {
-        in_lower(&self.lower, k)
+        in_lower(&self.range.lower, k)
     }
 
     /// The user key of the entry returned last, if any.
@@ -386,16 +442,25 @@ impl DirIter {
     fn start(&mut self) -> Result<()> {
         self.started = true;
         if let Some(run) = self.run.as_mut() {
-            return match &self.lower {
+            return match &self.range.lower {
                 Bound::Unbounded => run.seek_to_first(),
-                Bound::Included(l) | Bound::Excluded(l) => run.seek(&seek_key(l, MAX_SEQNO)),
+                Bound::Included(l) | Bound::Excluded(l) => {
+                    put_seek_key(&mut self.key_buf, l, MAX_SEQNO);
+                    let r = run.seek(&self.key_buf);
+                    self.key_buf.clear();
+                    r
+                }
             };
         }
-        match (self.dir, &self.lower, &self.upper) {
+        match (self.dir, &self.range.lower, &self.range.upper) {
             (Direction::Forward, Bound::Unbounded, _) => self.merge.seek_to_start(),
             (Direction::Forward, Bound::Included(l) | Bound::Excluded(l), _) => {
-                let t = seek_key(l, MAX_SEQNO);
-                self.merge.seek(&t)
+                // The target is built in `key_buf`, unused until the first entry, whose
+                // key it then holds without growing again.
+                put_seek_key(&mut self.key_buf, l, MAX_SEQNO);
+                let r = self.merge.seek(&self.key_buf);
+                self.key_buf.clear();
+                r
             }
             (Direction::Reverse, _, Bound::Unbounded) => self.merge.seek_to_start(),
             (Direction::Reverse, _, Bound::Included(u) | Bound::Excluded(u)) => {
@@ -539,8 +604,7 @@ impl DirIter {
         }
         let DirIter {
             run: Some(run),
-            lower,
-            upper,
+            range,
             has_key,
             key_buf,
             upper_lcp,
@@ -551,8 +615,8 @@ impl DirIter {
             return Ok(true);
         };
         let mut keys = PlainKeys {
-            lower,
-            upper,
+            lower: &range.lower,
+            upper: &range.upper,
             has_key,
             key_buf,
             upper_lcp,
@@ -673,8 +737,7 @@ pub struct Scan {
     sst_cache: Arc<crate::sstable::cache::SstCache>,
     ks: u32,
     snapshot: SeqNo,
-    lower: Bound<Vec<u8>>,
-    upper: Bound<Vec<u8>>,
+    range: Arc<ScanRange>,
     rdi: Arc<RangeDelIndex>,
     deletes: Option<Arc<Deletes>>,
     front: Option<DirIter>,
@@ -697,8 +760,7 @@ impl Scan {
         inner: &DbInner,
         ks: u32,
         snapshot: SeqNo,
-        lower: Bound<Vec<u8>>,
-        upper: Bound<Vec<u8>>,
+        range: Arc<ScanRange>,
         guard: Option<super::Snapshot>,
     ) -> Result<Scan> {
         super::stats::Counters::add(&inner.counters.range_reads, 1);
@@ -710,7 +772,7 @@ impl Scan {
         for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             rts.extend(m.range_tombstones(ks));
         }
-        let (lo, hi) = (bound_ref(&lower), bound_ref(&upper));
+        let (lo, hi) = (bound_ref(&range.lower), bound_ref(&range.upper));
         if let Some(tree) = sv.version.keyspace(ks) {
             for f in tree.files() {
                 if f.meta.range_tombstones > 0 && f.overlaps(lo, hi) {
@@ -719,15 +781,22 @@ impl Scan {
                 }
             }
         }
+        // Most scans meet no range tombstone: they share one empty index.
+        static NO_RANGE_DELETES: std::sync::LazyLock<Arc<RangeDelIndex>> =
+            std::sync::LazyLock::new(|| Arc::new(RangeDelIndex::default()));
+        let rdi = RangeDelIndex::new(rts, snapshot);
         Ok(Scan {
-            rdi: Arc::new(RangeDelIndex::new(rts, snapshot)),
+            rdi: if rdi.is_empty() {
+                NO_RANGE_DELETES.clone()
+            } else {
+                Arc::new(rdi)
+            },
             deletes: deletes_in(&sv, ks)?.map(Arc::new),
             sst_cache: inner.sst_cache.clone(),
             sv,
             ks,
             snapshot,
-            lower,
-            upper,
+            range,
             front: None,
             back: None,
             finished: false,
@@ -753,6 +822,9 @@ impl Scan {
     fn make(&self, dir: Direction) -> DirIter {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for m in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
+            if !m.has_entries() {
+                continue;
+            }
             let mut it = m.iter(self.ks);
             // A memtable with nothing in the range adds nothing to the merge (its range
             // tombstones are in `rdi` already).
@@ -760,30 +832,29 @@ impl Scan {
                 children.push(Box::new(it));
             }
         }
-        let (lo, hi) = (bound_ref(&self.lower), bound_ref(&self.upper));
-        let mut runs = Vec::new();
-        if let Some(tree) = self.sv.version.keyspace(self.ks) {
-            for level in &tree.levels {
-                for run in &level.runs {
-                    let files = run.overlapping(lo, hi);
-                    if !files.is_empty() {
-                        runs.push(files);
-                    }
-                }
-            }
-        }
+        let (lo, hi) = (bound_ref(&self.range.lower), bound_ref(&self.range.upper));
+        let runs = || {
+            self.sv
+                .version
+                .keyspace(self.ks)
+                .into_iter()
+                .flat_map(|tree| tree.levels.iter().flat_map(|l| l.runs.iter()))
+                .map(|run| run.overlapping_slice(lo, hi))
+                .filter(|files| !files.is_empty())
+        };
         // One run of puts all visible at the snapshot, and nothing that deletes: every
         // user key's first entry is its answer (`DirIter::step_plain`).
         let plain = dir == Direction::Forward
             && children.is_empty()
             && self.rdi.is_empty()
             && self.deletes.is_none()
-            && matches!(runs.as_slice(), [files] if files
-                .iter()
-                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot));
+            && runs().count() == 1
+            && runs()
+                .flatten()
+                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
         let mut run = None;
-        for files in runs {
-            let it = RunIter::new(files, self.sst_cache.clone());
+        for files in runs() {
+            let it = RunIter::new(files.to_vec(), self.sst_cache.clone());
             if plain {
                 run = Some(it);
             } else {
@@ -797,8 +868,7 @@ impl Scan {
             rdi: self.rdi.clone(),
             deletes: self.deletes.clone(),
             snapshot: self.snapshot,
-            lower: self.lower.clone(),
-            upper: self.upper.clone(),
+            range: self.range.clone(),
             started: false,
             done: false,
             has_key: false,
@@ -809,12 +879,12 @@ impl Scan {
 
     /// Whether memtable cursor `it` has an entry (any version) inside the scan's range.
     fn holds_range(&self, it: &mut dyn InternalIterator) -> bool {
-        let sought = match &self.lower {
+        let sought = match &self.range.lower {
             Bound::Unbounded => it.seek_to_first(),
             Bound::Included(l) | Bound::Excluded(l) => it.seek(&seek_key(l, MAX_SEQNO)),
         };
         // An error keeps the source, whose merge then reports it.
-        sought.is_err() || (it.valid() && in_upper(&self.upper, crate::key::user_key(it.key())))
+        sought.is_err() || (it.valid() && in_upper(&self.range.upper, crate::key::user_key(it.key())))
     }
 
     /// The snapshot seqno this scan reads at.

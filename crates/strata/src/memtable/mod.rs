@@ -93,7 +93,13 @@ impl MemTable {
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0 && self.range_dels.read().is_empty() && self.delete_wheres.read().is_empty()
+        !self.has_entries() && self.range_dels.read().is_empty() && self.delete_wheres.read().is_empty()
+    }
+
+    /// Whether a point entry (put or delete) was written; range deletes and
+    /// delete-where records aside.
+    pub fn has_entries(&self) -> bool {
+        self.map.len() > 0
     }
 
     /// Number of point tombstones (deletes and deferred deletes) plus range tombstones.

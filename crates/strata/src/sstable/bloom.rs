@@ -15,7 +15,8 @@
 //!
 //! Encoding: `lines × 64 bytes (8 × u64 LE each) ++ num_lines: u32 LE ++ k: u8 ++ version: u8`.
 //! The version also says what the filter holds of each user key ([`FilterKey`]):
-//! 1 the whole key, 2 its key prefix.
+//! 1 the whole key, 2 its key prefix, 3 its first `n` bytes, with `n: u8` written just
+//! before `num_lines`.
 
 use std::sync::Mutex;
 
@@ -28,6 +29,8 @@ const MAX_BITS_PER_KEY: f64 = 100.0;
 const HASH_VERSION: u8 = 1;
 /// The version byte of a filter over key prefixes ([`FilterKey::KeyPrefix`]).
 const PREFIX_VERSION: u8 = 2;
+/// The version byte of a filter over fixed-length prefixes ([`FilterKey::Fixed`]).
+const FIXED_VERSION: u8 = 3;
 
 /// What a filter holds of each user key. A file's filter says which in its version
 /// byte, so a reader never needs to be told, and files of either kind may sit side by
@@ -42,6 +45,10 @@ pub enum FilterKey {
     /// filter entry stands for all of a key's values, so the filter is as small as the
     /// number of keys; a lookup of one (key, value) is filtered by its key.
     KeyPrefix,
+    /// The first `n` bytes of the user key (the whole key if shorter), `n >= 1`: a
+    /// secondary index's leading fixed-width field, so the filter says whether a file
+    /// holds any entry for one index value.
+    Fixed(u8),
 }
 
 impl FilterKey {
@@ -57,6 +64,23 @@ impl FilterKey {
                     .map_or(user_key.len(), |i| i + 2);
                 user_key.get(..end).unwrap_or(user_key)
             }
+            FilterKey::Fixed(n) => user_key.get(..usize::from(n)).unwrap_or(user_key),
+        }
+    }
+
+    /// What to probe a filter of this kind with to learn whether it may hold a key
+    /// starting with `prefix`; `None` when it cannot tell (every such key must then be
+    /// assumed present). Some only where every key starting with `prefix` has the same
+    /// filter key: a whole [`FilterKey::KeyPrefix`] inside `prefix`, or at least `n`
+    /// bytes for [`FilterKey::Fixed`].
+    pub fn of_prefix(self, prefix: &[u8]) -> Option<&[u8]> {
+        match self {
+            FilterKey::Whole => None,
+            FilterKey::KeyPrefix => {
+                let end = prefix.windows(2).position(|w| w == [0, 1])? + 2;
+                prefix.get(..end)
+            }
+            FilterKey::Fixed(n) => prefix.get(..usize::from(n)),
         }
     }
 
@@ -64,6 +88,7 @@ impl FilterKey {
         match self {
             FilterKey::Whole => HASH_VERSION,
             FilterKey::KeyPrefix => PREFIX_VERSION,
+            FilterKey::Fixed(_) => FIXED_VERSION,
         }
     }
 }
@@ -262,7 +287,7 @@ impl BloomBuilder {
 
     /// Encoded size if finished now.
     pub fn estimated_size(&self) -> usize {
-        self.policy.lines_for(self.hashes.len()) as usize * 64 + 6
+        self.policy.lines_for(self.hashes.len()) as usize * 64 + trailer_len(self.key)
     }
 
     /// Builds the filter (one empty line when no key was added, so it rejects all).
@@ -277,6 +302,11 @@ impl BloomBuilder {
         }
         f
     }
+}
+
+/// Bytes after the filter's lines.
+fn trailer_len(key: FilterKey) -> usize {
+    if matches!(key, FilterKey::Fixed(_)) { 7 } else { 6 }
 }
 
 /// One cache line of filter bits.
@@ -349,11 +379,22 @@ impl BloomFilter {
         self.probes
     }
 
+    /// Whether the filter may hold a key starting with `prefix` (true when its kind
+    /// cannot tell, [`FilterKey::of_prefix`]).
+    pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        self.key
+            .of_prefix(prefix)
+            .is_none_or(|p| self.may_contain_hash(hash64(p)))
+    }
+
     /// Encodes as described in the module docs.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.lines.len() * 64 + 6);
+        let mut out = Vec::with_capacity(self.lines.len() * 64 + trailer_len(self.key));
         for w in self.lines.iter().flat_map(|l| l.0) {
             put_u64(&mut out, w);
+        }
+        if let FilterKey::Fixed(n) = self.key {
+            out.push(n);
         }
         put_u32(&mut out, self.lines.len() as u32);
         out.push(self.probes as u8);
@@ -370,9 +411,14 @@ impl BloomFilter {
         let mut meta = Decoder::new(&bytes[meta_at..]);
         let lines = meta.u32()? as usize;
         let probes = u32::from(meta.u8()?);
-        let key = match meta.u8()? {
-            HASH_VERSION => FilterKey::Whole,
-            PREFIX_VERSION => FilterKey::KeyPrefix,
+        let (key, meta_at) = match meta.u8()? {
+            HASH_VERSION => (FilterKey::Whole, meta_at),
+            PREFIX_VERSION => (FilterKey::KeyPrefix, meta_at),
+            FIXED_VERSION => match meta_at.checked_sub(1).map(|at| (at, bytes[at])) {
+                Some((at, n)) if n > 0 => (FilterKey::Fixed(n), at),
+                Some((at, _)) => return err(at, "fixed-prefix bloom filter of length 0"),
+                None => return err(0, "bloom filter too short"),
+            },
             _ => return err(meta_at + 5, "unknown bloom filter version"),
         };
         if probes == 0 || probes > MAX_PROBES {
@@ -452,6 +498,56 @@ mod tests {
         assert_eq!(f.key(), FilterKey::Whole);
         assert!(f.may_contain(&entry(1, 1)));
         assert!(!f.may_contain(&entry(1, 2)));
+    }
+
+    #[test]
+    fn a_fixed_prefix_filter_answers_for_every_key_with_the_prefix() {
+        let policy = BloomPolicy::from_fpr(0.01).expect("policy");
+        let mut b = BloomBuilder::with_key(policy, FilterKey::Fixed(8));
+        // An index entry: an 8-byte value, then the primary key.
+        let entry = |v: u64, pk: u64| [v.to_be_bytes(), pk.to_be_bytes()].concat();
+        for v in 0..1000u64 {
+            for pk in 0..5 {
+                b.add_key(&entry(v * 2, v * 10 + pk));
+            }
+        }
+        b.add_key(b"short");
+        assert_eq!(b.num_keys(), 1001, "one filter entry per value");
+        let f = BloomFilter::decode(&b.finish().encode()).expect("decode");
+        assert_eq!(f.key(), FilterKey::Fixed(8));
+        for v in 0..1000u64 {
+            assert!(f.may_contain_prefix(&(v * 2).to_be_bytes()));
+            // A longer prefix is probed by its first 8 bytes.
+            assert!(f.may_contain_prefix(&entry(v * 2, 12345)));
+            assert!(f.may_contain(&entry(v * 2, 999)));
+        }
+        let fp = (0..20_000u64)
+            .filter(|v| f.may_contain_prefix(&(v * 2 + 1).to_be_bytes()))
+            .count();
+        assert!(fp < 400, "{fp} false positives in 20,000 absent values");
+        // Too short a prefix cannot be told: assumed present.
+        assert!(f.may_contain_prefix(b"abc"));
+        assert!(f.may_contain(b"short"));
+        // The length survives the round trip; a length of 0 is refused.
+        let mut bytes = f.encode();
+        let at = bytes.len() - 7;
+        assert_eq!(bytes[at], 8);
+        bytes[at] = 0;
+        assert!(BloomFilter::decode(&bytes).is_err());
+        assert!(BloomFilter::decode(&[FIXED_VERSION]).is_err());
+    }
+
+    #[test]
+    fn a_prefix_is_probed_only_where_its_keys_share_the_filter_key() {
+        assert_eq!(FilterKey::Whole.of_prefix(b"ab"), None);
+        assert_eq!(
+            FilterKey::KeyPrefix.of_prefix(b"ab\x00\x01cd"),
+            Some(&b"ab\x00\x01"[..])
+        );
+        // No whole terminator in the prefix: its keys' filter keys differ.
+        assert_eq!(FilterKey::KeyPrefix.of_prefix(b"ab\x00"), None);
+        assert_eq!(FilterKey::Fixed(3).of_prefix(b"abcd"), Some(&b"abc"[..]));
+        assert_eq!(FilterKey::Fixed(3).of_prefix(b"ab"), None);
     }
 
     #[test]

@@ -432,7 +432,12 @@ impl SstReader {
             table: Arc::clone(self),
             data: None,
             fill,
-            global_key: Vec::new(),
+            // Room for a typical key, where growing from empty took two allocations.
+            global_key: if self.global_seq.is_some() {
+                Vec::with_capacity(64)
+            } else {
+                Vec::new()
+            },
             skip: None,
             overlay: None,
         }
@@ -901,7 +906,13 @@ impl SstIter {
     /// key >= the target's, skipped if its global version sorts before the target.
     fn seek_global(&mut self, target: &[u8]) -> Result<()> {
         let (uk, trailer) = split_target(target);
-        let first = seek_key(uk, MAX_SEQNO);
+        // A scan's targets are already a user key's first entry (no copy then).
+        let first_entry = (MAX_SEQNO << 8) | 0xff;
+        let first: std::borrow::Cow<'_, [u8]> = if trailer == first_entry {
+            target.into()
+        } else {
+            seek_key(uk, MAX_SEQNO).into()
+        };
         self.guard(|s| {
             s.index = s.table.index.seek(&first);
             s.position(|d| d.seek(&first))?;

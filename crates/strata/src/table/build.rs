@@ -37,6 +37,7 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
         let mut schema = layout.schema.clone();
         schema.indexes.push(def);
         let schema = schema.validated()?;
+        let filter = super::layout::Layout::detached(&schema)?.index(&name)?.filter_key();
         let ks_name = index_keyspace_name(table.name(), &name);
         let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
         let mut entries: Vec<IndexEntry> = layout.index_entries();
@@ -52,7 +53,9 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
                 primary,
                 indexes: entries,
             };
-            Ok(vec![(meta_key, Some(def.encode()))])
+            let mut meta = vec![(meta_key, Some(def.encode()))];
+            meta.extend(super::filter_entries([(filter, ids[0])]));
+            Ok(meta)
         })?;
         ids[0]
     };

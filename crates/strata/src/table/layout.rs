@@ -9,6 +9,7 @@ use super::encoding::{decode_key, decode_row, encode_key, encode_row};
 use super::schema::{FieldType, IndexMaintenance, Schema};
 use super::value::Value;
 use crate::error::{Error, Result};
+use crate::sstable::FilterKey;
 
 /// The fields of one key, by position in the row.
 #[derive(Debug, Clone)]
@@ -111,6 +112,28 @@ pub struct IndexLayout {
     pub building: bool,
     /// Its key fields.
     pub shape: KeyShape,
+}
+
+impl IndexLayout {
+    /// What the filters of the index's keyspace hold of each entry: the encoding of its
+    /// leading field, so an equality select on it can skip the files, and the
+    /// partitions, holding no entry for its value (`DbInner::may_hold_prefix`). A unique
+    /// index keeps whole-key filters for its point lookups.
+    pub fn filter_key(&self) -> FilterKey {
+        let Some(&(ty, nullable)) = self.shape.types.first() else {
+            return FilterKey::Whole;
+        };
+        if self.unique {
+            return FilterKey::Whole;
+        }
+        // The key codec's widths (`encoding::key`): a nullable field's marker byte first.
+        let width = match ty {
+            FieldType::Str | FieldType::Bytes => return FilterKey::KeyPrefix,
+            FieldType::U64 | FieldType::I64 | FieldType::F64 => 8,
+            FieldType::Bool => 1,
+        };
+        FilterKey::Fixed(width + u8::from(nullable))
+    }
 }
 
 /// The resolved layout of one table.

@@ -75,7 +75,8 @@ pub(crate) fn format_values(vals: &[Value]) -> String {
 #[derive(Clone)]
 pub struct Table {
     pub(crate) db: Arc<DbInner>,
-    name: String,
+    // Shared: every select of a partitioned table clones its partitions' handles.
+    name: Arc<str>,
 }
 
 impl std::fmt::Debug for Table {
@@ -193,6 +194,16 @@ impl std::fmt::Display for TableStats {
     }
 }
 
+/// The manifest entries setting index keyspaces' filters (`IndexLayout::filter_key`),
+/// written in the edit that creates them.
+pub(crate) fn filter_entries(
+    filters: impl IntoIterator<Item = (crate::sstable::FilterKey, u32)>,
+) -> impl Iterator<Item = (String, Option<Vec<u8>>)> {
+    filters
+        .into_iter()
+        .filter_map(|(key, ks)| crate::db::filter_key::encode(key).map(|v| (crate::db::filter_key::name(ks), Some(v))))
+}
+
 impl Db {
     /// Creates a table (its keyspaces and catalog entry in one durable edit).
     pub fn create_table(&self, schema: Schema) -> Result<Table> {
@@ -209,6 +220,11 @@ impl Db {
         let mut ks_names = vec![primary_keyspace_name(&name)];
         ks_names.extend(schema.indexes.iter().map(|i| index_keyspace_name(&name, &i.name)));
         let refs: Vec<&str> = ks_names.iter().map(String::as_str).collect();
+        let filters: Vec<_> = layout::Layout::detached(&schema)?
+            .indexes
+            .iter()
+            .map(layout::IndexLayout::filter_key)
+            .collect();
         inner.catalog_edit_with(&refs, &[], false, |ids| {
             let def = TableDef {
                 primary: ids[0],
@@ -225,6 +241,7 @@ impl Db {
                 schema,
             };
             let mut entries = vec![(key, Some(def.encode()))];
+            entries.extend(filter_entries(filters.iter().copied().zip(ids[1..].iter().copied())));
             if def.schema.delete_key.is_some() {
                 entries.push(delete_where::config_entry(ids[0], crate::delete_key::TileChoice::Auto));
             }
@@ -232,7 +249,7 @@ impl Db {
         })?;
         Ok(Table {
             db: inner.clone(),
-            name,
+            name: name.into(),
         })
     }
 
@@ -244,7 +261,7 @@ impl Db {
         }
         Ok(Table {
             db: inner.clone(),
-            name: name.to_string(),
+            name: name.into(),
         })
     }
 
@@ -422,7 +439,7 @@ impl Table {
             })
         };
         let mut s = TableStats {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             mode: match rt.layout.schema.maintenance {
                 IndexMaintenance::Eager => "eager".into(),
                 IndexMaintenance::Deferred => "deferred".into(),

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use super::layout::Layout;
 use super::schema::Schema;
-use super::select::{Query, Rows, query_builder};
+use super::select::{Plan, Query, Rows, query_builder};
 use super::value::Value;
 use super::writer::TableFiles;
 use super::{Row, Table, TableStats};
@@ -438,9 +438,22 @@ impl PartitionedSelect {
     /// primary key): each partition's select is read one row ahead, so a limit stops
     /// every partition early and memory stays one row per partition.
     pub fn rows(self) -> Result<PartitionedRows> {
+        // One plan for all: the partitions' layouts agree (checked at open; a partition
+        // a concurrent schema change has reached already gets its own).
+        let mut plan: Option<Plan> = None;
         let mut sources = Vec::with_capacity(self.table.tables.len());
         for t in self.table.tables.iter() {
-            sources.push(KeyedRows(t.select(&self.index).with_query(self.q.clone()).rows()?));
+            let rt = t.runtime()?;
+            let own;
+            let p = match &plan {
+                Some(p) if p.fits(&rt.layout) => p,
+                Some(_) => {
+                    own = Plan::new(&rt.layout, &self.index, &self.q)?;
+                    &own
+                }
+                None => plan.insert(Plan::new(&rt.layout, &self.index, &self.q)?),
+            };
+            sources.push(KeyedRows(Rows::open(t.clone(), rt, p, None)?));
         }
         let merge = if self.q.reverse {
             MergedScan::descending(sources)

@@ -8,11 +8,11 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::deferred::validate::live_row;
-use super::layout::{IndexLayout, KeyShape, Layout};
+use super::layout::Layout;
 use super::state::{IndexCounters, TableRuntime, add};
 use super::value::Value;
 use super::{Row, Table};
-use crate::db::{Keyspace, Scan, Snapshot};
+use crate::db::{Keyspace, Scan, ScanRange, Snapshot};
 use crate::error::{Error, Result};
 
 /// Name that selects through the primary index.
@@ -146,32 +146,46 @@ impl Select {
     /// The matching rows, streamed in index order.
     pub fn rows(self) -> Result<Rows> {
         let rt = self.table.runtime()?;
-        let layout = rt.layout.clone();
-        let (shape, ix): (&KeyShape, Option<&IndexLayout>) = if self.index == PRIMARY {
+        let plan = Plan::new(&rt.layout, &self.index, &self.q)?;
+        Rows::open(self.table, rt, &plan, self.snapshot)
+    }
+}
+
+/// A select resolved against a table's layout: the index it reads and the key range
+/// the query covers there. Made once and shared by the selects of every partition of a
+/// partitioned table, whose layouts agree (`fits`).
+#[derive(Debug)]
+pub(crate) struct Plan {
+    layout: Arc<Layout>,
+    /// The index read, by position in `layout.indexes` (`None`: the primary key).
+    ix: Option<usize>,
+    /// `None`: nothing can match.
+    range: Option<Arc<ScanRange>>,
+    /// The encoded equality prefix, when the index's filters can tell whether a
+    /// partition holds any entry with it (`IndexLayout::filter_key`).
+    probe: Option<Vec<u8>>,
+    reverse: bool,
+    limit: Option<u64>,
+}
+
+impl Plan {
+    /// Checks `q` against index `index` of `layout` and encodes its bounds.
+    pub(crate) fn new(layout: &Arc<Layout>, index: &str, q: &Query) -> Result<Plan> {
+        let (shape, ix) = if index == PRIMARY {
             (&layout.pk, None)
         } else {
-            let ix = layout.index(&self.index)?;
+            let ix = layout.index(index)?;
             if ix.building {
-                return Err(Error::InvalidArgument(format!(
-                    "index {:?} is still being built",
-                    self.index
-                )));
+                return Err(Error::InvalidArgument(format!("index {index:?} is still being built")));
             }
-            (&layout.pk, Some(ix))
+            (&ix.shape, Some(ix))
         };
-        let shape = match &ix {
-            Some(ix) => &ix.shape,
-            None => shape,
-        };
-        if self.q.eq.len() > shape.types.len()
-            || (self.q.eq.len() == shape.types.len() && !is_unbounded(&self.q.lower, &self.q.upper))
-        {
+        if q.eq.len() > shape.types.len() || (q.eq.len() == shape.types.len() && !is_unbounded(&q.lower, &q.upper)) {
             return Err(Error::InvalidArgument(format!(
-                "index {:?} has {} fields: {} equalities{} given",
-                self.index,
+                "index {index:?} has {} fields: {} equalities{} given",
                 shape.types.len(),
-                self.q.eq.len(),
-                if is_unbounded(&self.q.lower, &self.q.upper) {
+                q.eq.len(),
+                if is_unbounded(&q.lower, &q.upper) {
                     ""
                 } else {
                     " and a range"
@@ -179,53 +193,93 @@ impl Select {
             )));
         }
         let mut prefix = Vec::new();
-        shape.encode_prefix(&self.q.eq, &mut prefix)?;
+        shape.encode_prefix(&q.eq, &mut prefix)?;
         let bound_key = |v: &Value| -> Result<Vec<u8>> {
-            let mut vals = self.q.eq.clone();
+            let mut vals = q.eq.clone();
             vals.push(v.clone());
             let mut k = Vec::new();
             shape.encode_prefix(&vals, &mut k)?;
             Ok(k)
         };
         let succ = |k: &[u8]| super::encoding::prefix_successor(k);
-        let lo: Bound<Vec<u8>> = match &self.q.lower {
-            Bound::Unbounded => Bound::Included(prefix.clone()),
-            Bound::Included(v) => Bound::Included(bound_key(v)?),
-            Bound::Excluded(v) => match succ(&bound_key(v)?) {
-                Some(s) => Bound::Included(s),
-                None => return Ok(Rows::empty(self.table, rt)),
-            },
+        let lower = match &q.lower {
+            Bound::Unbounded => Some(Bound::Included(prefix.clone())),
+            Bound::Included(v) => Some(Bound::Included(bound_key(v)?)),
+            Bound::Excluded(v) => succ(&bound_key(v)?).map(Bound::Included),
         };
-        let hi: Bound<Vec<u8>> = match &self.q.upper {
+        let upper = match &q.upper {
             Bound::Unbounded => succ(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
             Bound::Included(v) => succ(&bound_key(v)?).map_or(Bound::Unbounded, Bound::Excluded),
             Bound::Excluded(v) => Bound::Excluded(bound_key(v)?),
         };
-        let db = self.table.db.clone();
-        let snapshot = match self.snapshot {
-            Some(s) => s,
-            None => Snapshot::new(db.clone()),
+        let probe = ix
+            .filter(|i| !q.eq.is_empty() && i.filter_key().of_prefix(&prefix).is_some())
+            .map(|_| prefix.clone());
+        Ok(Plan {
+            layout: layout.clone(),
+            probe,
+            ix: ix.and_then(|i| layout.indexes.iter().position(|j| j.name == i.name)),
+            range: lower.map(|lower| Arc::new(ScanRange { lower, upper })),
+            reverse: q.reverse,
+            limit: q.limit,
+        })
+    }
+
+    /// Whether the plan reads `layout` as it reads its own: the same index, at the same
+    /// position, with the same key fields, and not being built there.
+    pub(crate) fn fits(&self, layout: &Arc<Layout>) -> bool {
+        if Arc::ptr_eq(&self.layout, layout) {
+            return true;
+        }
+        match self.ix {
+            None => layout.pk.types == self.layout.pk.types,
+            Some(i) => match (self.layout.indexes.get(i), layout.indexes.get(i)) {
+                (Some(a), Some(b)) => a.name == b.name && a.shape.types == b.shape.types && !b.building,
+                _ => false,
+            },
+        }
+    }
+}
+
+impl Rows {
+    /// Opens the rows `plan` selects from `table` (whose runtime is `rt`), at
+    /// `snapshot` or the latest state.
+    pub(crate) fn open(table: Table, rt: TableRuntime, plan: &Plan, snapshot: Option<Snapshot>) -> Result<Rows> {
+        let Some(range) = &plan.range else {
+            return Ok(Rows::empty(table, rt));
         };
-        let ks_id = ix.as_ref().map_or(layout.primary, |i| i.keyspace);
-        let ks = Keyspace::unnamed(db.clone(), ks_id);
-        let scan = snapshot.scan(&ks, (lo, hi))?;
-        let counters = ix.as_ref().map(|i| rt.state.index(&i.name));
+        let layout = rt.layout.clone();
+        let ix = plan.ix.and_then(|i| layout.indexes.get(i));
+        let db = table.db.clone();
+        let ks_id = ix.map_or(layout.primary, |i| i.keyspace);
+        let counters = plan.ix.and_then(|i| rt.index_counters.get(i)).cloned();
         if let Some(c) = &counters {
             add(&c.reads, 1);
             rt.state.note_secondary_read();
         }
-        // By position: an index layout is not cloned for every select.
-        let ix = ix.and_then(|i| layout.indexes.iter().position(|j| j.name == i.name));
+        // No entry with the prefix anywhere: no snapshot or scan to open (most
+        // partitions of a selective scatter-gather).
+        if let Some(p) = &plan.probe
+            && !db.may_hold_prefix(ks_id, p)?
+        {
+            return Ok(Rows::empty(table, rt));
+        }
+        let snapshot = match snapshot {
+            Some(s) => s,
+            None => Snapshot::new(db.clone()),
+        };
+        let ks = Keyspace::unnamed(db.clone(), ks_id);
+        let scan = snapshot.scan_shared(&ks, range.clone())?;
         Ok(Rows {
             primary: Keyspace::unnamed(db, layout.primary),
-            table: self.table,
+            table,
             rt,
             layout,
-            ix,
+            ix: plan.ix,
             scan: Some(scan),
             snapshot: Some(snapshot),
-            reverse: self.q.reverse,
-            left: self.q.limit,
+            reverse: plan.reverse,
+            left: plan.limit,
             counters,
         })
     }

@@ -127,6 +127,9 @@ impl TableState {
 pub(crate) struct TableRuntime {
     pub layout: Arc<Layout>,
     pub state: Arc<TableState>,
+    /// `state`'s counters of each index of `layout`, by position: looked up once per
+    /// layout rather than by name on every select.
+    pub index_counters: Arc<[Arc<IndexCounters>]>,
 }
 
 /// Tables and the deferred registry, rebuilt together.
@@ -160,13 +163,14 @@ impl Catalog {
                 .entry(name.clone())
                 .or_insert_with(|| Arc::new(TableState::new()))
                 .clone();
-            tables.insert(
-                name.clone(),
+            tables.insert(name.clone(), {
+                let layout = Layout::new(def)?;
                 TableRuntime {
-                    layout: Arc::new(Layout::new(def)?),
+                    index_counters: layout.indexes.iter().map(|i| state.index(&i.name)).collect(),
+                    layout: Arc::new(layout),
                     state,
-                },
-            );
+                }
+            });
         }
         Ok(Catalog { tables, registry })
     }

@@ -250,7 +250,12 @@ impl TableWriter {
         let mut files = vec![("primary".to_string(), primary_info)];
         for (i, (ix, sorter)) in self.layout.indexes.iter().zip(self.sorters).enumerate() {
             let path = self.dir.join(format!("index-{i}.sst"));
-            let mut w = ExternalSstWriter::create_with(&fs, &path, SstOptions::default())?;
+            // The filter an index keyspace's own tables have (`IndexLayout::filter_key`).
+            let opts = SstOptions {
+                filter_key: ix.filter_key(),
+                ..SstOptions::default()
+            };
+            let mut w = ExternalSstWriter::create_with(&fs, &path, opts)?;
             let mut stream = sorter.finish()?;
             let mut prev: Option<Vec<u8>> = None;
             while let Some((k, _)) = stream.next_entry()? {

@@ -183,7 +183,17 @@ impl Run {
 
     /// Files overlapping `[lo, hi]`.
     pub fn overlapping(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<TableFile>> {
-        self.files.iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
+        self.overlapping_slice(lo, hi).to_vec()
+    }
+
+    /// Files overlapping `[lo, hi]`, found by binary search: the run's files ascend
+    /// by both ends of their ranges.
+    pub fn overlapping_slice(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> &[Arc<TableFile>] {
+        let start = lo.map_or(0, |lo| self.files.partition_point(|f| f.meta.largest.as_slice() < lo));
+        let end = hi.map_or(self.files.len(), |hi| {
+            self.files.partition_point(|f| f.meta.smallest.as_slice() <= hi)
+        });
+        self.files.get(start..end.max(start)).unwrap_or_default()
     }
 }
 
@@ -468,18 +478,14 @@ impl FileContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    #[test]
-    fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = FileContext::for_tests(dir.path());
-        let path = dir.path().join(crate::sstable::sst_file_name(7));
-        std::fs::write(&path, b"table").unwrap();
-        let meta = FileMeta {
-            number: 7,
+    fn meta(number: u64, smallest: &[u8], largest: &[u8]) -> FileMeta {
+        FileMeta {
+            number,
             size: 5,
-            smallest: b"a".to_vec(),
-            largest: b"z".to_vec(),
+            smallest: smallest.to_vec(),
+            largest: largest.to_vec(),
             min_seq: 1,
             max_seq: 1,
             entries: 1,
@@ -490,7 +496,52 @@ mod tests {
             global_seq: None,
             pages: Default::default(),
             deletes_applied: 0,
-        };
+        }
+    }
+
+    proptest! {
+        /// The binary search finds exactly the files a scan of every file would.
+        #[test]
+        fn a_runs_overlapping_files_are_found_by_binary_search(
+            points in proptest::collection::btree_set(0u8..200, 0..24),
+            lo in proptest::option::of(0u8..210),
+            hi in proptest::option::of(0u8..210),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let ctx = FileContext::for_tests(dir.path());
+            let points: Vec<u8> = points.into_iter().collect();
+            // Disjoint ascending ranges, some of one key.
+            let new_files = points
+                .chunks(2)
+                .enumerate()
+                .map(|(i, c)| NewFile {
+                    keyspace: 0,
+                    level: 1,
+                    run: 1,
+                    meta: meta(i as u64 + 1, &c[..1], &c[c.len() - 1..]),
+                })
+                .collect();
+            let edit = VersionEdit { new_keyspaces: vec![(0, "default".into())], new_files, ..Default::default() };
+            let (v, _) = Version::default().apply(&edit, &ctx).unwrap();
+            let Some(run) = v.keyspace(0).and_then(|k| k.levels.get(1)).and_then(|l| l.runs.first()) else {
+                prop_assert!(points.is_empty());
+                return Ok(());
+            };
+            let (lo, hi) = (lo.map(|b| vec![b]), hi.map(|b| vec![b]));
+            let (lo, hi) = (lo.as_deref(), hi.as_deref());
+            let numbers = |fs: &[Arc<TableFile>]| fs.iter().map(|f| f.meta.number).collect::<Vec<_>>();
+            let every: Vec<Arc<TableFile>> = run.files.iter().filter(|f| f.overlaps(lo, hi)).cloned().collect();
+            prop_assert_eq!(numbers(run.overlapping_slice(lo, hi)), numbers(&every));
+        }
+    }
+
+    #[test]
+    fn the_last_holder_of_a_removed_file_queues_it_instead_of_unlinking() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = FileContext::for_tests(dir.path());
+        let path = dir.path().join(crate::sstable::sst_file_name(7));
+        std::fs::write(&path, b"table").unwrap();
+        let meta = meta(7, b"a", b"z");
         let add = VersionEdit {
             new_keyspaces: vec![(0, "default".into())],
             new_files: vec![NewFile {

@@ -190,9 +190,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         // left (a cheap check, where reading its rows again is not).
         let (mut round, held): (Vec<_>, Vec<_>) = {
             let snaps = db.snapshots.lock();
-            waiting
-                .drain(..)
-                .partition(|(j, _)| snaps.range(..j.base).next().is_none())
+            waiting.drain(..).partition(|(j, _)| !snaps.any_in(..j.base))
         };
         round.extend(fresh.into_iter().map(|j| (j, now)));
         let mut retry = held;
@@ -289,7 +287,7 @@ fn purge_job(
                 continue;
             }
         };
-        if db.snapshots.lock().range(old_seq..job.base).next().is_some() {
+        if db.snapshots.lock().any_in(old_seq..job.base) {
             retry.push(pk.clone());
             continue;
         }

@@ -1,0 +1,107 @@
+//! An equality select through a secondary index asks the index's filters first
+//! (`IndexLayout::filter_key`): a value that no file and no memtable holds is answered
+//! without a scan, so no data block is read. A value that is there is found, whether it
+//! sits in the files or only in the memtable, in each maintenance mode and after a
+//! reopen, for fixed-width (`u64`, nullable `i64`) and string leading fields; `NULL`,
+//! which the filters cannot tell apart, is never filtered.
+
+mod table_harness;
+
+use strata::Db;
+use strata::table::value::Value;
+use table_harness::{create_table, i, in_each_mode, s, small_options, u};
+
+const ROWS: u64 = 2000;
+
+/// An index's value for a number.
+type ValueOf = fn(u64) -> Value;
+
+fn row(id: u64) -> Vec<Value> {
+    let b = if id.is_multiple_of(5) {
+        Value::Null
+    } else {
+        i(id as i64 * 2)
+    };
+    vec![u(id), u(id * 2), b, s(&format!("s{}", id * 2))]
+}
+
+/// Data blocks looked up since open.
+fn blocks(db: &Db) -> u64 {
+    let st = db.stats();
+    st.block_cache_hits + st.block_cache_misses
+}
+
+#[test]
+fn an_absent_value_is_answered_from_the_filters() {
+    let schema = |mode: &str| {
+        format!(
+            "table t (id u64, a u64, b i64 null, s str) primary key (id) index by_a (a) index by_b (b) index by_s (s) {mode}"
+        )
+    };
+    in_each_mode(
+        |db, mode| create_table(db, &schema(mode)),
+        |mode, db, t| {
+            for id in 0..ROWS {
+                t.insert(row(id)).expect("insert");
+            }
+            db.flush().expect("flush");
+            db.wait_for_background().expect("idle");
+            let count = |ix: &str, v: Value| t.select(ix).eq(vec![v]).count().expect("select");
+            // Stored values are even: odd ones are absent.
+            let fields: [(&str, ValueOf); 3] = [
+                ("by_a", |x| u(x)),
+                ("by_b", |x| i(x as i64)),
+                ("by_s", |x| s(&format!("s{x}"))),
+            ];
+            for (ix, value) in fields {
+                let before = blocks(db);
+                for k in 0..200 {
+                    assert_eq!(count(ix, value(2 * k + 1)), 0, "{mode} {ix}");
+                }
+                let absent = blocks(db) - before;
+                let before = blocks(db);
+                // Rows whose id is a multiple of 5 have a null `b`.
+                for k in (1..ROWS).filter(|k| !k.is_multiple_of(5)).take(200) {
+                    assert_eq!(count(ix, value(2 * k)), 1, "{mode} {ix}");
+                }
+                let present = blocks(db) - before;
+                // A false positive of a filter reads a block: a few of 200 at most.
+                assert!(absent <= 20, "{mode} {ix}: {absent} blocks read for 200 absent values");
+                assert!(
+                    present >= 200,
+                    "{mode} {ix}: {present} blocks read for 200 present values"
+                );
+            }
+            // NULL is never filtered out.
+            assert_eq!(count("by_b", Value::Null), ROWS / 5, "{mode}");
+            // A value only in the memtable is found.
+            t.insert(vec![u(ROWS), u(7), i(7), s("s7")]).expect("insert");
+            for (ix, v) in [("by_a", u(7)), ("by_b", i(7)), ("by_s", s("s7"))] {
+                assert_eq!(count(ix, v), 1, "{mode} {ix} in the memtable");
+            }
+        },
+    );
+}
+
+#[test]
+fn values_are_found_after_a_reopen() {
+    let dir = table_harness::tempdir();
+    {
+        let db = Db::open(dir.path(), small_options()).expect("open");
+        let t = create_table(
+            &db,
+            "table t (id u64, a u64, b i64 null, s str) primary key (id) index by_a (a) deferred",
+        );
+        for id in 0..ROWS {
+            t.insert(row(id)).expect("insert");
+        }
+        db.flush().expect("flush");
+        t.insert(vec![u(ROWS), u(7), i(7), s("s7")]).expect("insert");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    let t = db.table("t").expect("table");
+    for (v, n) in [(7, 1), (8, 1), (9, 0), (2 * ROWS - 2, 1), (2 * ROWS, 0)] {
+        assert_eq!(t.select("by_a").eq(vec![u(v)]).count().expect("select"), n, "a = {v}");
+    }
+}
