@@ -231,15 +231,18 @@ impl DeleteWhere {
 
 /// Keyspace `ks`'s delete configuration in the meta entries `meta`.
 pub fn config_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> Result<Option<DeleteConfig>> {
-    // Every read asks: answer "none at all" without building a name.
-    let any = meta
-        .range::<str, _>((std::ops::Bound::Included(CONFIG_PREFIX), std::ops::Bound::Unbounded))
-        .next()
-        .is_some_and(|(k, _)| k.starts_with(CONFIG_PREFIX));
-    if !any {
+    // Answer "none at all" without building a name.
+    if !any_config(meta) {
         return Ok(None);
     }
     meta.get(&config_name(ks)).map(|b| DeleteConfig::decode(b)).transpose()
+}
+
+/// Whether any keyspace in the meta entries `meta` declares a delete key.
+pub fn any_config(meta: &BTreeMap<String, Vec<u8>>) -> bool {
+    meta.range::<str, _>((std::ops::Bound::Included(CONFIG_PREFIX), std::ops::Bound::Unbounded))
+        .next()
+        .is_some_and(|(k, _)| k.starts_with(CONFIG_PREFIX))
 }
 
 /// Keyspace `ks`'s flushed secondary range deletes in the meta entries `meta`, by seqno.

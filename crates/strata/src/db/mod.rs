@@ -70,6 +70,20 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables, newest first.
     pub imm: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// Whether a keyspace of `version` declares a delete key: when none does, every
+    /// read skips looking for delete-where records (`read::deletes_in`).
+    pub any_delete_key: bool,
+}
+
+impl SuperVersion {
+    pub(crate) fn new(mem: Arc<MemTable>, imm: Vec<Arc<MemTable>>, version: Arc<Version>) -> SuperVersion {
+        SuperVersion {
+            any_delete_key: crate::delete_key::any_config(&version.meta),
+            mem,
+            imm,
+            version,
+        }
+    }
 }
 
 pub(crate) struct BgState {
@@ -440,11 +454,7 @@ impl DbInner {
             .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
             .cloned()
             .collect();
-        *sv = Arc::new(SuperVersion {
-            mem: sv.mem.clone(),
-            imm,
-            version,
-        });
+        *sv = Arc::new(SuperVersion::new(sv.mem.clone(), imm, version));
     }
 
     /// Makes `edit` durable and installs it. New files of keyspaces dropped meanwhile

@@ -279,11 +279,7 @@ impl Parts {
             retired: self.retired,
             block_cache: self.block_cache,
             versions: Mutex::new(vs),
-            sv: RwLock::new(Arc::new(SuperVersion {
-                mem,
-                imm: Vec::new(),
-                version,
-            })),
+            sv: RwLock::new(Arc::new(SuperVersion::new(mem, Vec::new(), version))),
             wal: Mutex::new(writer.map(|writer| WalState { writer })),
             queue: Mutex::new(Default::default()),
             queue_cv: Condvar::new(),

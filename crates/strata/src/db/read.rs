@@ -109,6 +109,9 @@ impl DbInner {
 /// The delete key and secondary range deletes of keyspace `ks` in `sv` (manifest and
 /// memtables), or `None` when it declares no delete key or has no record.
 pub(crate) fn deletes_in(sv: &SuperVersion, ks: u32) -> Result<Option<Deletes>> {
+    if !sv.any_delete_key {
+        return Ok(None);
+    }
     let Some(config) = crate::delete_key::config_of(&sv.version.meta, ks)? else {
         return Ok(None);
     };

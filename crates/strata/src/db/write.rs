@@ -344,11 +344,7 @@ impl DbInner {
             let mut cur = self.sv.write();
             let mut imm = vec![cur.mem.clone()];
             imm.extend(cur.imm.iter().cloned());
-            *cur = Arc::new(SuperVersion {
-                mem,
-                imm,
-                version: cur.version.clone(),
-            });
+            *cur = Arc::new(SuperVersion::new(mem, imm, cur.version.clone()));
         }
         self.bg_cv.notify_all();
         Ok(())
