@@ -1,5 +1,5 @@
 //! An equality select through a secondary index asks the index's filters first
-//! (`IndexLayout::filter_key`): a value that no file and no memtable holds is answered
+//! (`IndexLayout::chosen_filter_key`): a value that no file and no memtable holds is answered
 //! without a scan, so no data block is read. A value that is there is found, whether it
 //! sits in the files or only in the memtable, in each maintenance mode and after a
 //! reopen, for fixed-width (`u64`, nullable `i64`) and string leading fields; `NULL`,
@@ -103,5 +103,29 @@ fn values_are_found_after_a_reopen() {
     let t = db.table("t").expect("table");
     for (v, n) in [(7, 1), (8, 1), (9, 0), (2 * ROWS - 2, 1), (2 * ROWS, 0)] {
         assert_eq!(t.select("by_a").eq(vec![u(v)]).count().expect("select"), n, "a = {v}");
+    }
+}
+
+/// An index created on a table that already has rows gets the same filters.
+#[test]
+fn an_index_built_later_filters_too() {
+    let dir = table_harness::tempdir();
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let t = create_table(&db, "table t (id u64, a u64, b i64 null, s str) primary key (id) eager");
+    for id in 0..ROWS {
+        t.insert(row(id)).expect("insert");
+    }
+    t.create_index(strata::table::schema::IndexDef::new("by_a", &["a"], false))
+        .expect("create index");
+    db.flush().expect("flush");
+    db.wait_for_background().expect("idle");
+    let before = blocks(&db);
+    for k in 0..200 {
+        assert_eq!(t.select("by_a").eq(vec![u(2 * k + 1)]).count().expect("select"), 0);
+    }
+    let absent = blocks(&db) - before;
+    assert!(absent <= 20, "{absent} blocks read for 200 absent values");
+    for k in 1..200 {
+        assert_eq!(t.select("by_a").eq(vec![u(2 * k)]).count().expect("select"), 1);
     }
 }

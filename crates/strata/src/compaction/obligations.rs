@@ -98,7 +98,8 @@ pub fn write_runs(
     let (mut files, mut bytes) = (Vec::new(), 0);
     for (ks, streams) in emitted.streams {
         for mut stream in streams {
-            let mut out = OutputWriter::new(ctx.clone(), ks, 0, new_run(), Vec::new());
+            // The keyspace's own kind of filter and tiles, as its flushes write.
+            let mut out = OutputWriter::new(ctx.for_output(ks, 0), ks, 0, new_run(), Vec::new());
             out.note_tombstone_time(born);
             while let Some((k, v)) = stream.next_entry()? {
                 out.add(k, v)?;

@@ -317,7 +317,7 @@ fn execute(inner: &DbInner, task: &CompactionTask) -> Result<()> {
             let born = result
                 .oldest_input_time
                 .unwrap_or_else(|| inner.opts.clock.now_micros());
-            let (files, written) = write_runs(&inner.job_ctx, owed, born, || inner.versions.lock().new_file_number())?;
+            let (files, written) = write_runs(&ctx, owed, born, || inner.versions.lock().new_file_number())?;
             result.bytes_written += written;
             result.edit.new_files.extend(files);
             (result, counts)

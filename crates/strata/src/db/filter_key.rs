@@ -23,14 +23,14 @@ pub(crate) fn encode(key: FilterKey) -> Option<Vec<u8>> {
     match key {
         FilterKey::Whole => None,
         FilterKey::KeyPrefix => Some(vec![KEY_PREFIX]),
-        FilterKey::Fixed(n) => Some(vec![FIXED, n]),
+        FilterKey::Fixed(n) => Some(vec![FIXED, n.get()]),
     }
 }
 
 fn decode(name: &str, b: &[u8]) -> Result<FilterKey> {
     match b {
         [KEY_PREFIX] => Ok(FilterKey::KeyPrefix),
-        [FIXED, n] if *n > 0 => Ok(FilterKey::Fixed(*n)),
+        [FIXED, n] if let Some(n) = std::num::NonZeroU8::new(*n) => Ok(FilterKey::Fixed(n)),
         // Meta entries sit in checksummed manifest records: a writer bug or a crafted
         // manifest.
         _ => Err(Error::InvalidArgument(format!(
@@ -69,18 +69,15 @@ mod tests {
         assert_eq!(encode(FilterKey::Whole), None);
         meta.insert(name(3), encode(FilterKey::KeyPrefix).expect("entry"));
         meta.insert(name(12), encode(FilterKey::KeyPrefix).expect("entry"));
-        meta.insert(name(14), encode(FilterKey::Fixed(9)).expect("entry"));
+        let nine = FilterKey::Fixed(std::num::NonZeroU8::new(9).expect("9"));
+        meta.insert(name(14), encode(nine).expect("entry"));
         meta.insert("strata.other".into(), vec![9]);
         assert_eq!(of(&meta, 3).expect("set"), FilterKey::KeyPrefix);
         assert_eq!(of(&meta, 4).expect("unset"), FilterKey::Whole);
         let all = all(&meta).expect("all");
         assert_eq!(
             all.into_iter().collect::<Vec<_>>(),
-            vec![
-                (3, FilterKey::KeyPrefix),
-                (12, FilterKey::KeyPrefix),
-                (14, FilterKey::Fixed(9))
-            ]
+            vec![(3, FilterKey::KeyPrefix), (12, FilterKey::KeyPrefix), (14, nine)]
         );
         meta.insert(name(5), vec![7]);
         assert!(of(&meta, 5).is_err());

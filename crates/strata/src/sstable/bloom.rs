@@ -18,6 +18,7 @@
 //! 1 the whole key, 2 its key prefix, 3 its first `n` bytes, with `n: u8` written just
 //! before `num_lines`.
 
+use std::num::NonZeroU8;
 use std::sync::Mutex;
 
 use crate::codec::{DecodeError, Decoder, put_u32, put_u64};
@@ -45,10 +46,10 @@ pub enum FilterKey {
     /// filter entry stands for all of a key's values, so the filter is as small as the
     /// number of keys; a lookup of one (key, value) is filtered by its key.
     KeyPrefix,
-    /// The first `n` bytes of the user key (the whole key if shorter), `n >= 1`: a
-    /// secondary index's leading fixed-width field, so the filter says whether a file
-    /// holds any entry for one index value.
-    Fixed(u8),
+    /// The first `n` bytes of the user key (the whole key if shorter): a secondary
+    /// index's leading fixed-width field, so the filter says whether a file holds any
+    /// entry for one index value.
+    Fixed(NonZeroU8),
 }
 
 impl FilterKey {
@@ -64,7 +65,7 @@ impl FilterKey {
                     .map_or(user_key.len(), |i| i + 2);
                 user_key.get(..end).unwrap_or(user_key)
             }
-            FilterKey::Fixed(n) => user_key.get(..usize::from(n)).unwrap_or(user_key),
+            FilterKey::Fixed(n) => user_key.get(..usize::from(n.get())).unwrap_or(user_key),
         }
     }
 
@@ -80,7 +81,7 @@ impl FilterKey {
                 let end = prefix.windows(2).position(|w| w == [0, 1])? + 2;
                 prefix.get(..end)
             }
-            FilterKey::Fixed(n) => prefix.get(..usize::from(n)),
+            FilterKey::Fixed(n) => prefix.get(..usize::from(n.get())),
         }
     }
 
@@ -394,7 +395,7 @@ impl BloomFilter {
             put_u64(&mut out, w);
         }
         if let FilterKey::Fixed(n) = self.key {
-            out.push(n);
+            out.push(n.get());
         }
         put_u32(&mut out, self.lines.len() as u32);
         out.push(self.probes as u8);
@@ -411,23 +412,26 @@ impl BloomFilter {
         let mut meta = Decoder::new(&bytes[meta_at..]);
         let lines = meta.u32()? as usize;
         let probes = u32::from(meta.u8()?);
-        let (key, meta_at) = match meta.u8()? {
+        // `lines_end`: where the lines stop (before a version-3 filter's length byte).
+        let (key, lines_end) = match meta.u8()? {
             HASH_VERSION => (FilterKey::Whole, meta_at),
             PREFIX_VERSION => (FilterKey::KeyPrefix, meta_at),
-            FIXED_VERSION => match meta_at.checked_sub(1).map(|at| (at, bytes[at])) {
-                Some((at, n)) if n > 0 => (FilterKey::Fixed(n), at),
-                Some((at, _)) => return err(at, "fixed-prefix bloom filter of length 0"),
-                None => return err(0, "bloom filter too short"),
+            FIXED_VERSION => match meta_at.checked_sub(1).map(|at| (at, bytes.get(at).copied())) {
+                Some((at, Some(n))) => match NonZeroU8::new(n) {
+                    Some(n) => (FilterKey::Fixed(n), at),
+                    None => return err(at, "fixed-prefix bloom filter of length 0"),
+                },
+                _ => return err(0, "bloom filter too short"),
             },
             _ => return err(meta_at + 5, "unknown bloom filter version"),
         };
         if probes == 0 || probes > MAX_PROBES {
             return err(meta_at + 4, "bloom probe count out of range");
         }
-        if lines == 0 || lines.checked_mul(64) != Some(meta_at) {
+        if lines == 0 || lines.checked_mul(64) != Some(lines_end) {
             return err(meta_at, "bloom line count does not match the filter size");
         }
-        let mut d = Decoder::new(&bytes[..meta_at]);
+        let mut d = Decoder::new(&bytes[..lines_end]);
         let mut out = Vec::with_capacity(lines);
         for _ in 0..lines {
             let mut l = Line([0; 8]);
@@ -503,7 +507,7 @@ mod tests {
     #[test]
     fn a_fixed_prefix_filter_answers_for_every_key_with_the_prefix() {
         let policy = BloomPolicy::from_fpr(0.01).expect("policy");
-        let mut b = BloomBuilder::with_key(policy, FilterKey::Fixed(8));
+        let mut b = BloomBuilder::with_key(policy, FilterKey::Fixed(NonZeroU8::new(8).expect("8")));
         // An index entry: an 8-byte value, then the primary key.
         let entry = |v: u64, pk: u64| [v.to_be_bytes(), pk.to_be_bytes()].concat();
         for v in 0..1000u64 {
@@ -514,7 +518,7 @@ mod tests {
         b.add_key(b"short");
         assert_eq!(b.num_keys(), 1001, "one filter entry per value");
         let f = BloomFilter::decode(&b.finish().encode()).expect("decode");
-        assert_eq!(f.key(), FilterKey::Fixed(8));
+        assert_eq!(f.key(), FilterKey::Fixed(NonZeroU8::new(8).expect("8")));
         for v in 0..1000u64 {
             assert!(f.may_contain_prefix(&(v * 2).to_be_bytes()));
             // A longer prefix is probed by its first 8 bytes.
@@ -546,8 +550,11 @@ mod tests {
         );
         // No whole terminator in the prefix: its keys' filter keys differ.
         assert_eq!(FilterKey::KeyPrefix.of_prefix(b"ab\x00"), None);
-        assert_eq!(FilterKey::Fixed(3).of_prefix(b"abcd"), Some(&b"abc"[..]));
-        assert_eq!(FilterKey::Fixed(3).of_prefix(b"ab"), None);
+        assert_eq!(
+            FilterKey::Fixed(NonZeroU8::new(3).expect("3")).of_prefix(b"abcd"),
+            Some(&b"abc"[..])
+        );
+        assert_eq!(FilterKey::Fixed(NonZeroU8::new(3).expect("3")).of_prefix(b"ab"), None);
     }
 
     #[test]

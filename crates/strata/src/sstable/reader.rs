@@ -908,7 +908,7 @@ impl SstIter {
         let (uk, trailer) = split_target(target);
         // A scan's targets are already a user key's first entry (no copy then).
         let first_entry = (MAX_SEQNO << 8) | 0xff;
-        let first: std::borrow::Cow<'_, [u8]> = if trailer == first_entry {
+        let first: std::borrow::Cow<'_, [u8]> = if trailer == first_entry && target.len() >= TRAILER_LEN {
             target.into()
         } else {
             seek_key(uk, MAX_SEQNO).into()

@@ -37,7 +37,9 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
         let mut schema = layout.schema.clone();
         schema.indexes.push(def);
         let schema = schema.validated()?;
-        let filter = super::layout::Layout::detached(&schema)?.index(&name)?.filter_key();
+        let filter = super::layout::Layout::detached(&schema)?
+            .index(&name)?
+            .chosen_filter_key();
         let ks_name = index_keyspace_name(table.name(), &name);
         let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
         let mut entries: Vec<IndexEntry> = layout.index_entries();
@@ -88,7 +90,10 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     // Level 1 is empty (compactions of the index are paused): the run is the level's
     // oldest whatever the mode, and the one run of a leveled level.
     let run = crate::compaction::picker::LEVELED_RUN;
-    let mut out = OutputWriter::new(db.job_ctx.clone(), keyspace, 1, run, Vec::new());
+    // The index keyspace's filter setting, as its flushes and compactions write it.
+    let mut ctx = db.job_ctx.clone();
+    ctx.sst_opts.filter_key = ix.filter;
+    let mut out = OutputWriter::new(ctx, keyspace, 1, run, Vec::new());
     let mut stream = sorter.finish()?;
     let mut prev_ukey: Option<Vec<u8>> = None;
     while let Some((k, v)) = stream.next_entry()? {

@@ -10,6 +10,7 @@ use super::schema::{FieldType, IndexMaintenance, Schema};
 use super::value::Value;
 use crate::error::{Error, Result};
 use crate::sstable::FilterKey;
+use std::num::NonZeroU8;
 
 /// The fields of one key, by position in the row.
 #[derive(Debug, Clone)]
@@ -112,14 +113,17 @@ pub struct IndexLayout {
     pub building: bool,
     /// Its key fields.
     pub shape: KeyShape,
+    /// What its keyspace's filters hold (the keyspace's setting; whole keys for an
+    /// index made before prefix filters, and outside a database).
+    pub filter: FilterKey,
 }
 
 impl IndexLayout {
-    /// What the filters of the index's keyspace hold of each entry: the encoding of its
-    /// leading field, so an equality select on it can skip the files, and the
+    /// What the filters of a new index keyspace hold of each entry: the encoding of
+    /// its leading field, so an equality select on it can skip the files, and the
     /// partitions, holding no entry for its value (`DbInner::may_hold_prefix`). A unique
     /// index keeps whole-key filters for its point lookups.
-    pub fn filter_key(&self) -> FilterKey {
+    pub fn chosen_filter_key(&self) -> FilterKey {
         let Some(&(ty, nullable)) = self.shape.types.first() else {
             return FilterKey::Whole;
         };
@@ -132,7 +136,7 @@ impl IndexLayout {
             FieldType::U64 | FieldType::I64 | FieldType::F64 => 8,
             FieldType::Bool => 1,
         };
-        FilterKey::Fixed(width + u8::from(nullable))
+        NonZeroU8::new(width + u8::from(nullable)).map_or(FilterKey::Whole, FilterKey::Fixed)
     }
 }
 
@@ -183,6 +187,7 @@ impl Layout {
                 keyspace: entry.keyspace,
                 building: entry.building,
                 shape: KeyShape::new(&schema, &ix.fields)?,
+                filter: FilterKey::Whole,
             });
         }
         Ok(Layout {

@@ -194,7 +194,7 @@ impl std::fmt::Display for TableStats {
     }
 }
 
-/// The manifest entries setting index keyspaces' filters (`IndexLayout::filter_key`),
+/// The manifest entries setting index keyspaces' filters (`IndexLayout::chosen_filter_key`),
 /// written in the edit that creates them.
 pub(crate) fn filter_entries(
     filters: impl IntoIterator<Item = (crate::sstable::FilterKey, u32)>,
@@ -223,7 +223,7 @@ impl Db {
         let filters: Vec<_> = layout::Layout::detached(&schema)?
             .indexes
             .iter()
-            .map(layout::IndexLayout::filter_key)
+            .map(layout::IndexLayout::chosen_filter_key)
             .collect();
         inner.catalog_edit_with(&refs, &[], false, |ids| {
             let def = TableDef {

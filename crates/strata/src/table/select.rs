@@ -162,7 +162,7 @@ pub(crate) struct Plan {
     /// `None`: nothing can match.
     range: Option<Arc<ScanRange>>,
     /// The encoded equality prefix, when the index's filters can tell whether a
-    /// partition holds any entry with it (`IndexLayout::filter_key`).
+    /// partition holds any entry with it (`IndexLayout::filter`).
     probe: Option<Vec<u8>>,
     reverse: bool,
     limit: Option<u64>,
@@ -213,7 +213,7 @@ impl Plan {
             Bound::Excluded(v) => Bound::Excluded(bound_key(v)?),
         };
         let probe = ix
-            .filter(|i| !q.eq.is_empty() && i.filter_key().of_prefix(&prefix).is_some())
+            .filter(|i| !q.eq.is_empty() && i.filter.of_prefix(&prefix).is_some())
             .map(|_| prefix.clone());
         Ok(Plan {
             layout: layout.clone(),

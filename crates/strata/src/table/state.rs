@@ -164,7 +164,10 @@ impl Catalog {
                 .or_insert_with(|| Arc::new(TableState::new()))
                 .clone();
             tables.insert(name.clone(), {
-                let layout = Layout::new(def)?;
+                let mut layout = Layout::new(def)?;
+                for ix in &mut layout.indexes {
+                    ix.filter = crate::db::filter_key::of(&version.meta, ix.keyspace)?;
+                }
                 TableRuntime {
                     index_counters: layout.indexes.iter().map(|i| state.index(&i.name)).collect(),
                     layout: Arc::new(layout),

@@ -250,9 +250,9 @@ impl TableWriter {
         let mut files = vec![("primary".to_string(), primary_info)];
         for (i, (ix, sorter)) in self.layout.indexes.iter().zip(self.sorters).enumerate() {
             let path = self.dir.join(format!("index-{i}.sst"));
-            // The filter an index keyspace's own tables have (`IndexLayout::filter_key`).
+            // The filter an index keyspace's own tables have (`IndexLayout::chosen_filter_key`).
             let opts = SstOptions {
-                filter_key: ix.filter_key(),
+                filter_key: ix.chosen_filter_key(),
                 ..SstOptions::default()
             };
             let mut w = ExternalSstWriter::create_with(&fs, &path, opts)?;
