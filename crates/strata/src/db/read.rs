@@ -444,33 +444,36 @@ impl DirIter {
 
     fn start(&mut self) -> Result<()> {
         self.started = true;
-        if let Some(run) = self.run.as_mut() {
-            return match &self.range.lower {
-                Bound::Unbounded => run.seek_to_first(),
-                Bound::Included(l) | Bound::Excluded(l) => {
-                    put_seek_key(&mut self.key_buf, l, MAX_SEQNO);
-                    let r = run.seek(&self.key_buf);
-                    self.key_buf.clear();
-                    r
-                }
-            };
-        }
-        match (self.dir, &self.range.lower, &self.range.upper) {
-            (Direction::Forward, Bound::Unbounded, _) => self.merge.seek_to_start(),
+        let DirIter {
+            run,
+            merge,
+            range,
+            key_buf,
+            dir,
+            ..
+        } = self;
+        // The target is built in `key_buf`, unused until the first entry, whose key it
+        // then holds without growing again.
+        let bounded = match (*dir, &range.lower, &range.upper) {
             (Direction::Forward, Bound::Included(l) | Bound::Excluded(l), _) => {
-                // The target is built in `key_buf`, unused until the first entry, whose
-                // key it then holds without growing again.
-                put_seek_key(&mut self.key_buf, l, MAX_SEQNO);
-                let r = self.merge.seek(&self.key_buf);
-                self.key_buf.clear();
-                r
+                put_seek_key(key_buf, l, MAX_SEQNO);
+                true
             }
-            (Direction::Reverse, _, Bound::Unbounded) => self.merge.seek_to_start(),
             (Direction::Reverse, _, Bound::Included(u) | Bound::Excluded(u)) => {
-                let t = last_key_of(u);
-                self.merge.seek(&t)
+                *key_buf = last_key_of(u);
+                true
             }
-        }
+            _ => false,
+        };
+        // The one-run cursor exists only going forward.
+        let r = match (run.as_mut(), bounded) {
+            (Some(run), true) => run.seek(key_buf),
+            (Some(run), false) => run.seek_to_first(),
+            (None, true) => merge.seek(key_buf),
+            (None, false) => merge.seek_to_start(),
+        };
+        key_buf.clear();
+        r
     }
 
     fn next_entry(&mut self) -> Result<Option<Entry>> {
@@ -845,16 +848,22 @@ impl Scan {
                 .map(|run| run.overlapping_slice(lo, hi))
                 .filter(|files| !files.is_empty())
         };
+        // How many runs the range meets, and whether their files hold only puts all
+        // visible at the snapshot.
+        let (n_runs, clean) = runs().fold((0, true), |(n, clean), files| {
+            let puts_visible = files
+                .iter()
+                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
+            (n + 1, clean && puts_visible)
+        });
         // One run of puts all visible at the snapshot, and nothing that deletes: every
         // user key's first entry is its answer (`DirIter::step_plain`).
         let plain = dir == Direction::Forward
             && children.is_empty()
             && self.rdi.is_empty()
             && self.deletes.is_none()
-            && runs().count() == 1
-            && runs()
-                .flatten()
-                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
+            && n_runs == 1
+            && clean;
         let mut run = None;
         for files in runs() {
             let it = RunIter::new(files.to_vec(), self.sst_cache.clone());
