@@ -34,7 +34,7 @@ const PREFIX_VERSION: u8 = 2;
 const FIXED_VERSION: u8 = 3;
 
 /// What a filter holds of each user key. A file's filter says which in its version
-/// byte, so a reader never needs to be told, and files of either kind may sit side by
+/// byte, so a reader never needs to be told, and files of any kind may sit side by
 /// side in one keyspace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FilterKey {
@@ -93,6 +93,7 @@ impl FilterKey {
         }
     }
 }
+
 /// A user key's filter hash, computed once for the many filters one lookup may probe
 /// (a tile's pages have a filter each, all of one kind).
 #[derive(Debug)]

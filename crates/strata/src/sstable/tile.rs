@@ -385,6 +385,8 @@ pub fn partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::internal_key;
+    use proptest::prelude::*;
 
     /// The eight-byte shortcut of the fence checks orders keys as their bytes do, and
     /// answers only when those eight bytes settle it.
@@ -412,8 +414,6 @@ mod tests {
         assert_eq!(head_order(b"abcdefgh", b"abcdefghz"), None);
         assert!(settled >= 12);
     }
-    use crate::key::internal_key;
-    use proptest::prelude::*;
 
     fn put(k: &str, seq: u64, dk: u8) -> (Vec<u8>, Vec<u8>) {
         (internal_key(k.as_bytes(), seq, ValueKind::Put), vec![dk, b'v'])

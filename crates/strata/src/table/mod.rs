@@ -457,8 +457,7 @@ impl Table {
             ..Default::default()
         };
         let mut hits = 0;
-        for ix in &rt.layout.indexes {
-            let ic = rt.state.index(&ix.name);
+        for (ix, ic) in rt.layout.indexes.iter().zip(rt.index_counters.iter()) {
             let (entries, bytes) = entries_of(ix.keyspace);
             let is = IndexStats {
                 name: ix.name.clone(),

@@ -113,12 +113,7 @@ impl TableState {
 
     /// Counters of an index, created on first use.
     pub fn index(&self, name: &str) -> Arc<IndexCounters> {
-        let mut indexes = self.indexes.lock();
-        // Looked up first: every select asks, and only the first needs the name's copy.
-        if let Some(c) = indexes.get(name) {
-            return c.clone();
-        }
-        indexes.entry(name.to_string()).or_default().clone()
+        self.indexes.lock().entry(name.to_string()).or_default().clone()
     }
 }
 

@@ -26,8 +26,7 @@ pub(crate) fn urgent_keyspaces(catalog: &Catalog) -> HashSet<u32> {
         }
         let mut seen = rt.state.seen.lock();
         let mut urgent = false;
-        for ix in &rt.layout.indexes {
-            let c = rt.state.index(&ix.name);
+        for (ix, c) in rt.layout.indexes.iter().zip(rt.index_counters.iter()) {
             let now = (get(&c.hits), get(&c.dirty));
             let before = seen.get(&ix.name).copied().unwrap_or((0, 0));
             let (hits, dirty) = (now.0.saturating_sub(before.0), now.1.saturating_sub(before.1));
