@@ -149,7 +149,7 @@ pub fn run_compaction(
             tables.push(t);
         }
         // Inputs are about to be deleted: caching their blocks would evict hot ones.
-        let run = RunIter::with_fill(input.files.clone(), ctx.sst_cache.clone(), Fill::Bypass);
+        let run = RunIter::with_fill(&input.files, ctx.sst_cache.clone(), Fill::Bypass);
         children.push(match &skip {
             Some(s) if i == oldest => Box::new(run.skipping(s.clone())),
             _ => Box::new(run),

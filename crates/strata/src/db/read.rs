@@ -47,46 +47,6 @@ impl DbInner {
         get_in(&sv, &self.sst_cache, ks, key, snapshot)
     }
 
-    /// Whether keyspace `ks` may hold a key starting with `prefix`: false only when no
-    /// memtable holds one (of any kind) and every file whose range could has a filter
-    /// ruling it out ([`BloomFilter::may_contain_prefix`]). Lets a select skip a
-    /// partition without opening a scan there. The current files hold every version a
-    /// live snapshot sees, so the answer holds at any of them too.
-    ///
-    /// [`BloomFilter::may_contain_prefix`]: crate::sstable::bloom::BloomFilter::may_contain_prefix
-    pub fn may_hold_prefix(&self, ks: u32, prefix: &[u8]) -> Result<bool> {
-        let sv = self.current();
-        let Some(tree) = sv.version.keyspace(ks) else {
-            return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
-        };
-        for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            if !m.has_entries() {
-                continue;
-            }
-            let mut it = m.iter(ks);
-            it.seek(&seek_key(prefix, MAX_SEQNO))?;
-            if it.valid() && crate::key::user_key(it.key()).starts_with(prefix) {
-                return Ok(true);
-            }
-        }
-        for run in tree.levels.iter().flat_map(|l| &l.runs) {
-            // Files from the first that ends at or after `prefix`, while they start
-            // before every key with it ends.
-            let start = run.files.partition_point(|f| f.meta.largest.as_slice() < prefix);
-            for f in run.files.iter().skip(start) {
-                let smallest = f.meta.smallest.as_slice();
-                if !(smallest < prefix || smallest.starts_with(prefix)) {
-                    break;
-                }
-                let t = self.sst_cache.get(f.meta.number, f.meta.global_seq)?;
-                if t.filter().is_none_or(|filter| filter.may_contain_prefix(prefix)) {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
-    }
-
     /// The latest version of `key` when the memtables alone decide it, with no I/O:
     /// `Some(Some(value))` live, `Some(None)` deleted, `None` when its newest version
     /// (if any) is on disk.
@@ -245,12 +205,22 @@ fn pages_of<'a>(
 pub(crate) struct ScanRange {
     pub lower: Bound<Vec<u8>>,
     pub upper: Bound<Vec<u8>>,
+    /// A prefix every key in the range starts with, when a file's filter can rule it
+    /// out ([`BloomFilter::may_contain_prefix`]): such a file holds no key of the
+    /// range, and a run of such files is left out of the scan.
+    ///
+    /// [`BloomFilter::may_contain_prefix`]: crate::sstable::bloom::BloomFilter::may_contain_prefix
+    pub prefix: Option<Vec<u8>>,
 }
 
 impl ScanRange {
     pub(crate) fn new(range: impl KeyRange) -> Arc<ScanRange> {
         let (lower, upper) = range.into_bounds();
-        Arc::new(ScanRange { lower, upper })
+        Arc::new(ScanRange {
+            lower,
+            upper,
+            prefix: None,
+        })
     }
 }
 
@@ -629,7 +599,7 @@ impl DirIter {
         };
         let mut over = false;
         loop {
-            if let Some(b) = run.block_mut() {
+            if let Some((b, global_seq)) = run.block_mut() {
                 // Every entry of the block is judged in turn, so `shared` is relative
                 // to the entry judged before (a block starts with a restart point).
                 let mut stop = false;
@@ -640,7 +610,7 @@ impl DirIter {
                             over = true;
                             return false;
                         }
-                        Plain::Take(seq) => sink.take(crate::key::user_key(w.key), seq, w.value),
+                        Plain::Take(seq) => sink.take(crate::key::user_key(w.key), global_seq.unwrap_or(seq), w.value),
                     };
                     // Where the walk stops, the next judges by `key_buf`.
                     if (w.last || !go_on) && *keys.has_key {
@@ -659,7 +629,7 @@ impl DirIter {
                 run.next()?;
                 continue;
             }
-            // A tile, or an ingested file: entry by entry through the run.
+            // A tile: entry by entry through the run.
             if !run.valid() {
                 over = true;
                 break;
@@ -744,10 +714,16 @@ pub struct Scan {
     ks: u32,
     snapshot: SeqNo,
     range: Arc<ScanRange>,
+    /// Bit i: the i-th run the keyspace's tree lists (levels in order, each's runs
+    /// newest first; the first 64) is left out, its files ruled out by the range's
+    /// prefix (`ScanRange::prefix`).
+    skip_runs: u64,
+    /// With a prefix: how many runs have files in the range and are not left out.
+    kept_runs: usize,
     rdi: Arc<RangeDelIndex>,
     deletes: Option<Arc<Deletes>>,
-    front: Option<DirIter>,
-    back: Option<DirIter>,
+    front: Option<Box<DirIter>>,
+    back: Option<Box<DirIter>>,
     finished: bool,
     _snapshot_guard: Option<super::Snapshot>,
 }
@@ -779,12 +755,17 @@ impl Scan {
             rts.extend(m.range_tombstones(ks));
         }
         let (lo, hi) = (bound_ref(&range.lower), bound_ref(&range.upper));
+        let (mut skip_runs, mut kept_runs) = (0, usize::MAX);
         if let Some(tree) = sv.version.keyspace(ks) {
+            // Range tombstones come from every file, left-out runs included.
             for f in tree.files() {
                 if f.meta.range_tombstones > 0 && f.overlaps(lo, hi) {
                     let t = inner.sst_cache.get(f.meta.number, f.meta.global_seq)?;
                     rts.extend(t.range_tombstones().iter().cloned());
                 }
+            }
+            if let Some(prefix) = &range.prefix {
+                (skip_runs, kept_runs) = runs_ruled_out(tree, &inner.sst_cache, lo, hi, prefix)?;
             }
         }
         // Most scans meet no range tombstone: they share one empty index.
@@ -803,6 +784,8 @@ impl Scan {
             ks,
             snapshot,
             range,
+            skip_runs,
+            kept_runs,
             front: None,
             back: None,
             finished: false,
@@ -819,8 +802,8 @@ impl Scan {
         if cursor.is_none() {
             let made = self.make(dir);
             match dir {
-                Direction::Forward => self.front = Some(made),
-                Direction::Reverse => self.back = Some(made),
+                Direction::Forward => self.front = Some(Box::new(made)),
+                Direction::Reverse => self.back = Some(Box::new(made)),
             }
         }
     }
@@ -838,16 +821,7 @@ impl Scan {
                 children.push(Box::new(it));
             }
         }
-        let (lo, hi) = (bound_ref(&self.range.lower), bound_ref(&self.range.upper));
-        let runs = || {
-            self.sv
-                .version
-                .keyspace(self.ks)
-                .into_iter()
-                .flat_map(|tree| tree.levels.iter().flat_map(|l| l.runs.iter()))
-                .map(|run| run.overlapping_slice(lo, hi))
-                .filter(|files| !files.is_empty())
-        };
+        let runs = || self.runs_in_range();
         // How many runs the range meets, and whether their files hold only puts all
         // visible at the snapshot.
         let (n_runs, clean) = runs().fold((0, true), |(n, clean), files| {
@@ -866,7 +840,7 @@ impl Scan {
             && clean;
         let mut run = None;
         for files in runs() {
-            let it = RunIter::new(files.to_vec(), self.sst_cache.clone());
+            let it = RunIter::new(files, self.sst_cache.clone());
             if plain {
                 run = Some(it);
             } else {
@@ -889,6 +863,32 @@ impl Scan {
         }
     }
 
+    /// The files of each run the scan reads, in the tree's order: those in the range, of
+    /// the runs not left out.
+    fn runs_in_range(&self) -> impl Iterator<Item = &[Arc<crate::version::TableFile>]> {
+        let (lo, hi) = (bound_ref(&self.range.lower), bound_ref(&self.range.upper));
+        self.sv
+            .version
+            .keyspace(self.ks)
+            .into_iter()
+            .flat_map(|tree| tree.levels.iter().flat_map(|l| l.runs.iter()))
+            .enumerate()
+            .filter(|(i, _)| *i >= 64 || self.skip_runs & (1 << i) == 0)
+            .map(move |(_, run)| run.overlapping_slice(lo, hi))
+            .filter(|files| !files.is_empty())
+    }
+
+    /// Whether the scan is seen to be empty before any block is read: no memtable has
+    /// an entry in its range, and every run that has files there is left out (which
+    /// only a prefix does, `ScanRange::prefix`). Lets a select skip a partition holding
+    /// no entry with its value without building a cursor there.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.kept_runs == 0
+            && std::iter::once(&self.sv.mem)
+                .chain(self.sv.imm.iter())
+                .all(|m| !m.has_entries() || !self.holds_range(&mut m.iter(self.ks)))
+    }
+
     /// Whether memtable cursor `it` has an entry (any version) inside the scan's range.
     fn holds_range(&self, it: &mut dyn InternalIterator) -> bool {
         let sought = match &self.range.lower {
@@ -903,6 +903,41 @@ impl Scan {
     pub fn snapshot_seq(&self) -> SeqNo {
         self.snapshot
     }
+}
+
+/// [`Scan::skip_runs`] and [`Scan::kept_runs`] for `prefix`: bit i set when the i-th
+/// run of `tree` (of the first 64) has files in the range `lo..=hi` and each one's
+/// filter rules out every key starting with `prefix`. A file without a filter, or whose filter cannot answer for
+/// a prefix, is kept. The current files hold every version a live snapshot sees, so
+/// what they rule out holds at any of them.
+fn runs_ruled_out(
+    tree: &crate::version::KeyspaceVersion,
+    sst_cache: &crate::sstable::cache::SstCache,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    prefix: &[u8],
+) -> Result<(u64, usize)> {
+    let (mut mask, mut kept) = (0, 0);
+    for (i, run) in tree.levels.iter().flat_map(|l| &l.runs).enumerate() {
+        let files = run.overlapping_slice(lo, hi);
+        if files.is_empty() {
+            continue;
+        }
+        let mut out = i < 64;
+        for f in files {
+            if !out {
+                break;
+            }
+            let t = sst_cache.get(f.meta.number, f.meta.global_seq)?;
+            out = t.filter().is_some_and(|filter| !filter.may_contain_prefix(prefix));
+        }
+        if out {
+            mask |= 1 << i;
+        } else {
+            kept += 1;
+        }
+    }
+    Ok((mask, kept))
 }
 
 fn bound_ref(b: &Bound<Vec<u8>>) -> Option<&[u8]> {
@@ -940,7 +975,7 @@ impl Scan {
             Direction::Reverse => (self.back.as_mut(), &self.front),
         };
         let Some(it) = it else { return Ok(()) };
-        let r = it.fill(cut, out, other.as_ref().and_then(DirIter::last_key));
+        let r = it.fill(cut, out, other.as_deref().and_then(DirIter::last_key));
         if !matches!(r, Ok(false)) {
             self.finished = true;
         }
@@ -958,7 +993,7 @@ impl Scan {
         }
         self.make_if_absent(Direction::Forward);
         let Some(it) = self.front.as_mut() else { return Ok(()) };
-        let r = it.for_each(cut, f, self.back.as_ref().and_then(DirIter::last_key));
+        let r = it.for_each(cut, f, self.back.as_deref().and_then(DirIter::last_key));
         self.finished = true;
         r
     }
@@ -975,7 +1010,7 @@ impl Scan {
         };
         match it.next_entry() {
             Ok(Some(e)) => {
-                if crossed(dir, &e.0, other.as_ref().and_then(DirIter::last_key)) {
+                if crossed(dir, &e.0, other.as_deref().and_then(DirIter::last_key)) {
                     self.finished = true;
                     return None;
                 }

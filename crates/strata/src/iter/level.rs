@@ -10,9 +10,25 @@ use crate::sstable::tile::PageSkip;
 use crate::sstable::{BlockIter, Fill, SstIter};
 use crate::version::TableFile;
 
+/// The files a [`RunIter`] walks. A short scan meets one file in most runs: that one
+/// is held without a vector of its own (an allocation per run and scan saved).
+enum RunFiles {
+    One(Arc<TableFile>),
+    Many(Vec<Arc<TableFile>>),
+}
+
+impl RunFiles {
+    fn as_slice(&self) -> &[Arc<TableFile>] {
+        match self {
+            RunFiles::One(f) => std::slice::from_ref(f),
+            RunFiles::Many(v) => v,
+        }
+    }
+}
+
 /// Iterates a run's files in key order, opening each through the table cache.
 pub struct RunIter {
-    files: Vec<Arc<TableFile>>,
+    files: RunFiles,
     cache: Arc<SstCache>,
     idx: usize,
     cur: Option<SstIter>,
@@ -22,12 +38,16 @@ pub struct RunIter {
 
 impl RunIter {
     /// A cursor over `files` (sorted, disjoint) for a foreground read.
-    pub fn new(files: Vec<Arc<TableFile>>, cache: Arc<SstCache>) -> Self {
+    pub fn new(files: &[Arc<TableFile>], cache: Arc<SstCache>) -> Self {
         Self::with_fill(files, cache, Fill::Cache)
     }
 
     /// A cursor over `files` that uses the block cache as `fill` says.
-    pub fn with_fill(files: Vec<Arc<TableFile>>, cache: Arc<SstCache>, fill: Fill) -> Self {
+    pub fn with_fill(files: &[Arc<TableFile>], cache: Arc<SstCache>, fill: Fill) -> Self {
+        let files = match files {
+            [f] => RunFiles::One(f.clone()),
+            _ => RunFiles::Many(files.to_vec()),
+        };
         RunIter {
             files,
             cache,
@@ -47,7 +67,7 @@ impl RunIter {
     fn open(&mut self, idx: usize) -> Result<bool> {
         self.cur = None;
         self.idx = idx;
-        match self.files.get(idx) {
+        match self.files.as_slice().get(idx) {
             Some(f) => {
                 let t = self.cache.get(f.meta.number, f.meta.global_seq)?;
                 // Pages the version dropped are never read, patched ones come from their
@@ -64,8 +84,9 @@ impl RunIter {
     }
 
     /// The current data block's cursor ([`SstIter::block_mut`]): a reader may step
-    /// through it directly, then call `next` to go on past the block's end.
-    pub fn block_mut(&mut self) -> Option<&mut BlockIter> {
+    /// through it directly, then call `next` to go on past the block's end. With the
+    /// file's global seqno, if it has one.
+    pub fn block_mut(&mut self) -> Option<(&mut BlockIter, Option<crate::key::SeqNo>)> {
         self.cur.as_mut().and_then(SstIter::block_mut)
     }
 
@@ -109,11 +130,11 @@ impl InternalIterator for RunIter {
         self.skip_forward()
     }
     fn seek_to_last(&mut self) -> Result<()> {
-        if self.files.is_empty() {
+        if self.files.as_slice().is_empty() {
             self.cur = None;
             return Ok(());
         }
-        self.open(self.files.len() - 1)?;
+        self.open(self.files.as_slice().len() - 1)?;
         if let Some(c) = self.cur.as_mut() {
             c.seek_to_last()?;
         }
@@ -121,7 +142,10 @@ impl InternalIterator for RunIter {
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let uk = user_key(target);
-        let i = self.files.partition_point(|f| f.meta.largest.as_slice() < uk);
+        let i = self
+            .files
+            .as_slice()
+            .partition_point(|f| f.meta.largest.as_slice() < uk);
         if self.open(i)?
             && let Some(c) = self.cur.as_mut()
         {
@@ -132,7 +156,10 @@ impl InternalIterator for RunIter {
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let uk = user_key(target);
         // Last file whose smallest key is <= the target's user key.
-        let i = self.files.partition_point(|f| f.meta.smallest.as_slice() <= uk);
+        let i = self
+            .files
+            .as_slice()
+            .partition_point(|f| f.meta.smallest.as_slice() <= uk);
         if i == 0 {
             self.cur = None;
             return Ok(());

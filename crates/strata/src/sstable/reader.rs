@@ -796,18 +796,17 @@ impl SstIter {
     }
 
     /// The current data block's cursor, for a reader that steps through a block's
-    /// entries itself (the one-run scan path of `db::read`). `None` on a tile, or on
-    /// an ingested file read with a global seqno (its block holds the stored keys, not
-    /// the keys as read). Once that cursor runs off its block's end, [`next`] moves on
-    /// to the next block.
+    /// entries itself (the one-run scan path of `db::read`), with the file's global
+    /// seqno if it has one: the block holds the keys as stored (seqno 0), and each is
+    /// read at that seqno. `None` on a tile. Once the cursor runs off its block's end,
+    /// [`next`] moves on to the next block. Stepping the block directly leaves
+    /// [`key`] stale for a file with a global seqno until the next positioning call.
     ///
     /// [`next`]: InternalIterator::next
-    pub fn block_mut(&mut self) -> Option<&mut BlockIter> {
-        if self.table.global_seq.is_some() {
-            return None;
-        }
+    /// [`key`]: InternalIterator::key
+    pub fn block_mut(&mut self) -> Option<(&mut BlockIter, Option<SeqNo>)> {
         match &mut self.data {
-            Some((_, Unit::Block(b))) => Some(b),
+            Some((_, Unit::Block(b))) => Some((b, self.table.global_seq)),
             _ => None,
         }
     }

@@ -120,8 +120,8 @@ pub struct IndexLayout {
 
 impl IndexLayout {
     /// What the filters of a new index keyspace hold of each entry: the encoding of
-    /// its leading field, so an equality select on it can skip the files, and the
-    /// partitions, holding no entry for its value (`DbInner::may_hold_prefix`). A unique
+    /// its leading field, so an equality select on it can skip the runs, and the
+    /// partitions, holding no entry for its value (`ScanRange::prefix`). A unique
     /// index keeps whole-key filters for its point lookups.
     pub fn chosen_filter_key(&self) -> FilterKey {
         let Some(&(ty, nullable)) = self.shape.types.first() else {

@@ -159,11 +159,9 @@ pub(crate) struct Plan {
     layout: Arc<Layout>,
     /// The index read, by position in `layout.indexes` (`None`: the primary key).
     ix: Option<usize>,
-    /// `None`: nothing can match.
+    /// `None`: nothing can match. Its prefix is the encoded equality prefix, when the
+    /// index's filters can rule it out (`IndexLayout::filter`).
     range: Option<Arc<ScanRange>>,
-    /// The encoded equality prefix, when the index's filters can tell whether a
-    /// partition holds any entry with it (`IndexLayout::filter`).
-    probe: Option<Vec<u8>>,
     reverse: bool,
     limit: Option<u64>,
 }
@@ -212,14 +210,17 @@ impl Plan {
             Bound::Included(v) => succ(&bound_key(v)?).map_or(Bound::Unbounded, Bound::Excluded),
             Bound::Excluded(v) => Bound::Excluded(bound_key(v)?),
         };
-        let probe = ix
-            .filter(|i| !q.eq.is_empty() && i.filter.of_prefix(&prefix).is_some())
-            .map(|_| prefix.clone());
+        let filtered = ix.is_some_and(|i| !q.eq.is_empty() && i.filter.of_prefix(&prefix).is_some());
         Ok(Plan {
             layout: layout.clone(),
-            probe,
             ix: ix.and_then(|i| layout.indexes.iter().position(|j| j.name == i.name)),
-            range: lower.map(|lower| Arc::new(ScanRange { lower, upper })),
+            range: lower.map(|lower| {
+                Arc::new(ScanRange {
+                    lower,
+                    upper,
+                    prefix: filtered.then_some(prefix),
+                })
+            }),
             reverse: q.reverse,
             limit: q.limit,
         })
@@ -257,19 +258,17 @@ impl Rows {
             add(&c.reads, 1);
             rt.state.note_secondary_read();
         }
-        // No entry with the prefix anywhere: no snapshot or scan to open (most
-        // partitions of a selective scatter-gather).
-        if let Some(p) = &plan.probe
-            && !db.may_hold_prefix(ks_id, p)?
-        {
-            return Ok(Rows::empty(table, rt));
-        }
         let snapshot = match snapshot {
             Some(s) => s,
             None => Snapshot::new(db.clone()),
         };
         let ks = Keyspace::unnamed(db.clone(), ks_id);
         let scan = snapshot.scan_shared(&ks, range.clone())?;
+        // No entry with the prefix anywhere (most partitions of a selective
+        // scatter-gather): no cursor to build, no primary to read.
+        if range.prefix.is_some() && scan.holds_nothing() {
+            return Ok(Rows::empty(table, rt));
+        }
         Ok(Rows {
             primary: Keyspace::unnamed(db, layout.primary),
             table,
