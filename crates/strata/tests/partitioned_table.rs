@@ -281,6 +281,18 @@ fn select_merges_in_index_order_and_limit_stops_early() {
         .expect("ok");
     // a = 6 first, largest ids first.
     assert_eq!(ids(got), [195, 188, 181]);
+    // A row is read only when the merge takes it: the partitions' look-ahead entries
+    // cost no primary lookup.
+    let before = t.stats().expect("stats").primary_lookups;
+    let got = t
+        .select("by_a")
+        .eq(vec![Value::U64(2)])
+        .limit(2)
+        .rows()
+        .expect("rows")
+        .count();
+    assert_eq!(got, 2);
+    assert_eq!(t.stats().expect("stats").primary_lookups - before, 2);
     // Rows come from more than one partition.
     let parts: std::collections::BTreeSet<usize> = want
         .iter()

@@ -51,7 +51,7 @@ pub use files::LiveFile;
 pub use ingest::{IngestOptions, IngestReport, IngestedFile};
 pub(crate) use key_batch::KeyBatch;
 pub use keyspace::Keyspace;
-pub(crate) use read::ScanRange;
+pub(crate) use read::{Entry, ScanRange};
 pub use read::{KeyRange, Scan};
 pub use snapshot::Snapshot;
 pub use stats::{KeyspaceStats, LevelStats, Stats};

@@ -95,6 +95,11 @@ impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> MergedScan<I, V> {
         }
     }
 
+    /// Source `i`, as given (to read what its entries refer to).
+    pub fn source(&self, i: usize) -> Option<&I> {
+        self.sources.get(i)
+    }
+
     /// Pulls the next entry of source `src` into the heap.
     fn refill(&mut self, src: usize) -> Result<()> {
         if let Some(r) = self.sources[src].next() {

@@ -51,6 +51,7 @@ use super::writer::TableFiles;
 use super::{Row, Table, TableStats};
 use crate::db::{Db, IngestOptions, IngestReport};
 use crate::error::{Error, Result};
+use crate::key::SeqNo;
 use crate::options::Options;
 use crate::partition::{HashFn, MergedScan, Partitions, check_count};
 
@@ -435,14 +436,16 @@ impl PartitionedSelect {
     query_builder!();
 
     /// The matching rows of every partition, merged lazily in index order (ties by
-    /// primary key): each partition's select is read one row ahead, so a limit stops
-    /// every partition early and memory stays one row per partition.
+    /// primary key): each partition's scan is read one entry ahead, and a row is read
+    /// (a secondary index's entry checked against it) only when the merge takes its
+    /// entry. A limit stops every partition early, no partition's look-ahead costs a
+    /// primary lookup, and memory stays one entry per partition.
     pub fn rows(self) -> Result<PartitionedRows> {
         // One plan for all: the partitions' layouts agree (checked at open; a partition
         // a concurrent schema change has reached already gets its own).
         let mut plan: Option<Plan> = None;
         let mut sources = Vec::with_capacity(self.table.tables.len());
-        for t in self.table.tables.iter() {
+        for (part, t) in self.table.tables.iter().enumerate() {
             let rt = t.runtime()?;
             let own;
             let p = match &plan {
@@ -453,7 +456,10 @@ impl PartitionedSelect {
                 }
                 None => plan.insert(Plan::new(&rt.layout, &self.index, &self.q)?),
             };
-            sources.push(KeyedRows(Box::new(Rows::open(t.clone(), rt, p, None)?)));
+            sources.push(Entries {
+                part,
+                rows: Box::new(Rows::open(t.clone(), rt, p, None)?),
+            });
         }
         let merge = if self.q.reverse {
             MergedScan::descending(sources)
@@ -467,23 +473,39 @@ impl PartitionedSelect {
     }
 }
 
-/// A partition's rows with their index entry keys, the merge order. Boxed: the merge's
+/// A partition's scan entries keyed for the merge (index fields ++ primary key, the
+/// index order), each not yet checked against its row. `rows` is boxed: the merge's
 /// vector of sources then stays small (a request of 1 KiB or more makes glibc's malloc
 /// consolidate its fast bins, measured at 4 partitions as a few hundred instructions a
 /// select).
-struct KeyedRows(Box<Rows>);
+struct Entries {
+    part: usize,
+    rows: Box<Rows>,
+}
 
-impl Iterator for KeyedRows {
-    type Item = Result<(Vec<u8>, Row)>;
+/// An entry waiting in the merge: its partition, the seqno of its version, its value.
+struct Pending {
+    part: usize,
+    seq: SeqNo,
+    value: Vec<u8>,
+}
+
+impl Iterator for Entries {
+    type Item = Result<(Vec<u8>, Pending)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next_keyed()
+        let part = self.part;
+        self.rows
+            .next_entry()
+            .transpose()
+            .map(|r| r.map(|(key, seq, value)| (key, Pending { part, seq, value })))
     }
 }
 
 /// Streamed rows of a [`PartitionedSelect`].
 pub struct PartitionedRows {
-    merge: MergedScan<KeyedRows, Row>,
+    merge: MergedScan<Entries, Pending>,
+    /// Rows left to yield; `Some(0)` after the last or an error.
     left: Option<u64>,
 }
 
@@ -497,13 +519,32 @@ impl Iterator for PartitionedRows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == Some(0) {
-            return None;
+        while self.left != Some(0) {
+            let resolved = match self.merge.next() {
+                None => Ok(None),
+                Some(Ok((key, p))) => match self.merge.source(p.part) {
+                    Some(src) => match src.rows.resolve(&key, p.seq, &p.value) {
+                        // A dirty entry: the merge's next one.
+                        Ok(None) => continue,
+                        r => r,
+                    },
+                    None => Err(Error::Closed),
+                },
+                Some(Err(e)) => Err(e),
+            };
+            match resolved {
+                Ok(Some(row)) => {
+                    if let Some(l) = self.left.as_mut() {
+                        *l -= 1;
+                    }
+                    return Some(Ok(row));
+                }
+                r => {
+                    self.left = Some(0);
+                    return r.transpose();
+                }
+            }
         }
-        let item = self.merge.next()?;
-        if let Some(l) = self.left.as_mut() {
-            *l -= 1;
-        }
-        Some(item.map(|(_, row)| row))
+        None
     }
 }

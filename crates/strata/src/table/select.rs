@@ -12,8 +12,9 @@ use super::layout::Layout;
 use super::state::{IndexCounters, TableRuntime, add};
 use super::value::Value;
 use super::{Row, Table};
-use crate::db::{Keyspace, Scan, ScanRange, Snapshot};
+use crate::db::{Entry, Keyspace, Scan, ScanRange, Snapshot};
 use crate::error::{Error, Result};
+use crate::key::SeqNo;
 
 /// Name that selects through the primary index.
 pub const PRIMARY: &str = "primary";
@@ -325,71 +326,52 @@ impl Rows {
         }
     }
 
-    /// The next row with the key of the index entry it was found by (index fields ++
-    /// primary key, or the primary key): the index order, which merges of several
-    /// partitions' rows follow.
-    fn step(&mut self) -> Result<Option<(Vec<u8>, Row)>> {
-        loop {
-            let Some(scan) = self.scan.as_mut() else {
-                return Ok(None);
-            };
-            let next = if self.reverse {
-                scan.next_back_versioned()
-            } else {
-                scan.next_versioned()
-            };
-            let Some(entry) = next else { return Ok(None) };
-            let (key, seq, value) = entry?;
-            let Some(ix) = self.ix.and_then(|i| self.layout.indexes.get(i)) else {
-                return Ok(Some((key, self.layout.decode(&value)?)));
-            };
-            let (ikey, pk) = self.layout.split_secondary(ix, &key)?;
-            let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
-            add(&self.rt.state.counters.primary_lookups, 1);
-            let visible = match snap.get_versioned(&self.primary, pk)? {
-                Some((row_seq, bytes)) => Some((row_seq, self.layout.decode(&bytes)?)),
-                None => None,
-            };
-            let row = live_row(ix, ikey, seq, visible);
-            match row {
-                Some(r) => {
-                    if let Some(c) = &self.counters {
-                        add(&c.hits, 1);
-                    }
-                    return Ok(Some((key, r)));
-                }
-                None => {
-                    if let Some(c) = &self.counters {
-                        add(&c.dirty, 1);
-                    }
-                }
-            }
-        }
+    /// The next entry of the scan, not yet checked against its row: its key (index
+    /// fields ++ primary key, or the primary key), the seqno of its version and its
+    /// value. The scan's order is the index order, which merges of several partitions'
+    /// rows follow. The select's limit is not applied here (see `next`).
+    pub(crate) fn next_entry(&mut self) -> Result<Option<Entry>> {
+        let Some(scan) = self.scan.as_mut() else {
+            return Ok(None);
+        };
+        let next = if self.reverse {
+            scan.next_back_versioned()
+        } else {
+            scan.next_versioned()
+        };
+        next.transpose()
     }
-}
 
-impl Rows {
-    /// Like [`Iterator::next`], with each row's index entry key (see `step`).
-    pub(crate) fn next_keyed(&mut self) -> Option<Result<(Vec<u8>, Row)>> {
-        if self.left == Some(0) {
-            return None;
+    /// The row of the entry (from `next_entry`) with `key`, `seq` and `value`, or
+    /// `None` when it is a dirty index entry its row no longer matches ([`live_row`]):
+    /// a secondary index's entry costs a primary lookup at the select's snapshot, a
+    /// primary entry is its row.
+    pub(crate) fn resolve(&self, key: &[u8], seq: SeqNo, value: &[u8]) -> Result<Option<Row>> {
+        let Some(ix) = self.ix.and_then(|i| self.layout.indexes.get(i)) else {
+            return Ok(Some(self.layout.decode(value)?));
+        };
+        let (ikey, pk) = self.layout.split_secondary(ix, key)?;
+        let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
+        add(&self.rt.state.counters.primary_lookups, 1);
+        let visible = match snap.get_versioned(&self.primary, pk)? {
+            Some((row_seq, bytes)) => Some((row_seq, self.layout.decode(&bytes)?)),
+            None => None,
+        };
+        let row = live_row(ix, ikey, seq, visible);
+        if let Some(c) = &self.counters {
+            add(if row.is_some() { &c.hits } else { &c.dirty }, 1);
         }
-        match self.step() {
-            Ok(Some(r)) => {
-                if let Some(l) = self.left.as_mut() {
-                    *l -= 1;
-                }
-                Some(Ok(r))
-            }
-            Ok(None) => {
-                self.left = Some(0);
-                None
-            }
-            Err(e) => {
-                self.left = Some(0);
-                Some(Err(e))
+        Ok(row)
+    }
+
+    /// The next live row.
+    fn step(&mut self) -> Result<Option<Row>> {
+        while let Some((key, seq, value)) = self.next_entry()? {
+            if let Some(row) = self.resolve(&key, seq, &value)? {
+                return Ok(Some(row));
             }
         }
+        Ok(None)
     }
 }
 
@@ -397,6 +379,19 @@ impl Iterator for Rows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_keyed().map(|r| r.map(|(_, row)| row))
+        if self.left == Some(0) {
+            return None;
+        }
+        let r = self.step().transpose();
+        match &r {
+            Some(Ok(_)) => {
+                if let Some(l) = self.left.as_mut() {
+                    *l -= 1;
+                }
+            }
+            // The end, or an error, which ends the rows.
+            _ => self.left = Some(0),
+        }
+        r
     }
 }
