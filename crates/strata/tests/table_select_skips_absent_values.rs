@@ -1,6 +1,6 @@
 //! An equality select through a secondary index asks the index's filters first
 //! (`IndexLayout::chosen_filter_key`): a value that no file and no memtable holds is answered
-//! without a scan, so no data block is read. A value that is there is found, whether it
+//! without a cursor, so no data block is read. A value that is there is found, whether it
 //! sits in the files or only in the memtable, in each maintenance mode and after a
 //! reopen, for fixed-width (`u64`, nullable `i64`) and string leading fields; `NULL`,
 //! which the filters cannot tell apart, is never filtered. Among the runs a value's

@@ -537,10 +537,7 @@ impl DbInner {
             let Some((config, plan)) = self.tile_plan(sv, ks)? else {
                 continue;
             };
-            let mut records = crate::delete_key::records_of(&fresh.version.meta, ks)?;
-            for m in std::iter::once(&fresh.mem).chain(fresh.imm.iter()) {
-                records.extend(m.delete_wheres(ks));
-            }
+            let mut records = super::read::delete_wheres_in(&fresh, ks)?;
             // A record being committed is not applied before readers can see it.
             records.retain(|r| r.seq <= visible);
             records.sort_by_key(|r| r.seq);

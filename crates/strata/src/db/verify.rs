@@ -6,10 +6,10 @@
 //!   manifest records;
 //! - every patched page (`sstable::patch`) of those SSTables, read from its patch file:
 //!   checksum, decoding, keys ascending and within the base page's fences;
-//! - the directory against the manifest (SSTables and patch files): SSTables it does not list, among those older
-//!   than the open (outputs of an interrupted job: a writable open deletes them, so
-//!   they show under a read-only open, or as files copied in behind the database's
-//!   back). Newer files may be outputs of a running job, which exist before the
+//! - the directory against the manifest: SSTables and patch files it does not list,
+//!   among those older than the open (outputs of an interrupted job: a writable open
+//!   deletes them, so they show under a read-only open, or as files copied in behind
+//!   the database's back). Newer files may be outputs of a running job, which exist before the
 //!   manifest lists them; files an edit removed that a reader still holds are not
 //!   unlisted either;
 //! - `CURRENT` and the live manifest read back whole;
@@ -110,12 +110,21 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
     }
     let names = fs.list(dir)?;
     let live_patches: HashSet<u64> = version.live_patch_files().into_iter().collect();
-    for n in &names {
-        if let Some(num) = crate::sstable::patch::parse_patch_file_name(n)
-            && !live_patches.contains(&num)
+    // A file the manifest does not list, older than this open, that nothing removed.
+    // Files this process made may be a running job's outputs, which exist before the
+    // manifest lists them, or outputs of a failed job, deleted at the next open; files
+    // an edit removed may still be held by a reader. In this order: a removed file
+    // leaves the set only after it is unlinked, so one not in the set that still exists
+    // was never removed (the listing above may predate an unlink).
+    let unlisted = |num: u64, listed: &HashSet<u64>, n: &str| {
+        !listed.contains(&num)
             && num < inner.first_own_file
             && !inner.retired.is_removed(&dir.join(n))
             && fs.exists(&dir.join(n))
+    };
+    for n in &names {
+        if let Some(num) = crate::sstable::patch::parse_patch_file_name(n)
+            && unlisted(num, &live_patches, n)
         {
             problems.push(format!(
                 "{}: a patch file no live SSTable names (output of an interrupted job)",
@@ -123,16 +132,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
             ));
         }
         if let Some(num) = n.strip_suffix(".sst").and_then(|s| s.parse::<u64>().ok())
-            && !live.contains(&num)
-            // Files this process made may be a running job's outputs, which exist before
-            // the manifest lists them, or outputs of a failed job, deleted at the next
-            // open; files an edit removed may still be held by a reader.
-            && num < inner.first_own_file
-            // In this order: a removed file leaves the set only after it is unlinked,
-            // so one not in the set that still exists was never removed (the listing
-            // above may predate an unlink).
-            && !inner.retired.is_removed(&dir.join(n))
-            && fs.exists(&dir.join(n))
+            && unlisted(num, &live, n)
         {
             problems.push(format!(
                 "{}: an SSTable the manifest does not list (output of an interrupted job, or copied in)",
