@@ -1,8 +1,9 @@
 //! What the filters of each keyspace's new tables hold of each key
 //! ([`super::Keyspace::set_filter_key`]), kept as a manifest meta entry
 //! `strata.filter_key.<keyspace id>`: `2` for key prefixes, `3 n` for the first `n`
-//! bytes; absent for whole keys. A table's filter records what it holds (`sstable::bloom`), so a change
-//! reaches only the tables written after it and never changes a read's answer.
+//! bytes; absent for whole keys. A table's filter records what it holds
+//! (`sstable::bloom`), so a change reaches only the tables written after it and never
+//! changes a read's answer.
 
 use std::collections::BTreeMap;
 

@@ -920,9 +920,10 @@ fn range_holds(range: &ScanRange, it: &mut dyn InternalIterator) -> bool {
 
 /// [`Scan::skip_runs`] for `prefix`, and how many runs with files in the range
 /// `lo..=hi` are kept: bit i set when the i-th run of `tree` (of the first 64) has
-/// files there and each one's filter rules out every key starting with `prefix`. A file without a filter, or whose filter cannot answer for
-/// a prefix, is kept. The current files hold every version a live snapshot sees, so
-/// what they rule out holds at any of them.
+/// files there and each one's filter rules out every key starting with `prefix`. A
+/// file without a filter, or whose filter cannot answer for a prefix, keeps its run.
+/// The current files hold every version a live snapshot sees, so what they rule out
+/// holds at any of them.
 fn runs_ruled_out(
     tree: &crate::version::KeyspaceVersion,
     sst_cache: &crate::sstable::cache::SstCache,
@@ -937,10 +938,8 @@ fn runs_ruled_out(
             continue;
         }
         let mut out = i < 64;
-        for f in files {
-            if !out {
-                break;
-            }
+        let mut files = files.iter();
+        while out && let Some(f) = files.next() {
             let t = sst_cache.get(f.meta.number, f.meta.global_seq)?;
             out = t.filter().is_some_and(|filter| !filter.may_contain_prefix(prefix));
         }

@@ -9,9 +9,9 @@
 //! - the directory against the manifest: SSTables and patch files it does not list,
 //!   among those older than the open (outputs of an interrupted job: a writable open
 //!   deletes them, so they show under a read-only open, or as files copied in behind
-//!   the database's back). Newer files may be outputs of a running job, which exist before the
-//!   manifest lists them; files an edit removed that a reader still holds are not
-//!   unlisted either;
+//!   the database's back). Newer files may be outputs of a running job, which exist
+//!   before the manifest lists them; files an edit removed that a reader still holds
+//!   are not unlisted either;
 //! - `CURRENT` and the live manifest read back whole;
 //! - every WAL: it reads to its end (a torn tail only in the newest one).
 //!

@@ -95,11 +95,6 @@ impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> MergedScan<I, V> {
         }
     }
 
-    /// Source `i`, as given (to read what its entries refer to).
-    pub fn source(&self, i: usize) -> Option<&I> {
-        self.sources.get(i)
-    }
-
     /// Pulls the next entry of source `src` into the heap.
     fn refill(&mut self, src: usize) -> Result<()> {
         if let Some(r) = self.sources[src].next() {
@@ -115,10 +110,10 @@ impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> MergedScan<I, V> {
     }
 }
 
-impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> Iterator for MergedScan<I, V> {
-    type Item = Result<(Vec<u8>, V)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> MergedScan<I, V> {
+    /// The next entry, handed to `f` with the source it came from (which may read what
+    /// the entry refers to; the source has already moved past it).
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&I, Vec<u8>, V) -> R) -> Option<Result<R>> {
         if self.done {
             return None;
         }
@@ -142,7 +137,15 @@ impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> Iterator for MergedScan<I, V> 
         if let Err(e) = self.refill(head.src) {
             self.pending = Some(e);
         }
-        Some(Ok((head.key, head.value)))
+        Some(Ok(f(&self.sources[head.src], head.key, head.value)))
+    }
+}
+
+impl<V, I: Iterator<Item = Result<(Vec<u8>, V)>>> Iterator for MergedScan<I, V> {
+    type Item = Result<(Vec<u8>, V)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with(|_, key, value| (key, value))
     }
 }
 

@@ -90,9 +90,8 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     // Level 1 is empty (compactions of the index are paused): the run is the level's
     // oldest whatever the mode, and the one run of a leveled level.
     let run = crate::compaction::picker::LEVELED_RUN;
-    // The index keyspace's filter setting, as its flushes and compactions write it.
-    let mut ctx = db.job_ctx.clone();
-    ctx.sst_opts.filter_key = ix.filter;
+    // The index keyspace's own kind of files, as its flushes and compactions write them.
+    let ctx = db.job_ctx_for(&db.current())?.for_output(keyspace, 1);
     let mut out = OutputWriter::new(ctx, keyspace, 1, run, Vec::new());
     let mut stream = sorter.finish()?;
     let mut prev_ukey: Option<Vec<u8>> = None;

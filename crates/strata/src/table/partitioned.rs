@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use super::layout::Layout;
 use super::schema::Schema;
-use super::select::{Plan, Query, Rows, query_builder};
+use super::select::{Plan, Query, Rows, count_row, query_builder};
 use super::value::Value;
 use super::writer::TableFiles;
 use super::{Row, Table, TableStats};
@@ -445,7 +445,7 @@ impl PartitionedSelect {
         // a concurrent schema change has reached already gets its own).
         let mut plan: Option<Plan> = None;
         let mut sources = Vec::with_capacity(self.table.tables.len());
-        for (part, t) in self.table.tables.iter().enumerate() {
+        for t in self.table.tables.iter() {
             let rt = t.runtime()?;
             let own;
             let p = match &plan {
@@ -456,10 +456,7 @@ impl PartitionedSelect {
                 }
                 None => plan.insert(Plan::new(&rt.layout, &self.index, &self.q)?),
             };
-            sources.push(Entries {
-                part,
-                rows: Box::new(Rows::open(t.clone(), rt, p, None)?),
-            });
+            sources.push(Entries(Box::new(Rows::open(t.clone(), rt, p, None)?)));
         }
         let merge = if self.q.reverse {
             MergedScan::descending(sources)
@@ -474,37 +471,24 @@ impl PartitionedSelect {
 }
 
 /// A partition's scan entries keyed for the merge (index fields ++ primary key, the
-/// index order), each not yet checked against its row. `rows` is boxed: the merge's
-/// vector of sources then stays small (a request of 1 KiB or more makes glibc's malloc
-/// consolidate its fast bins, measured at 4 partitions as a few hundred instructions a
-/// select).
-struct Entries {
-    part: usize,
-    rows: Box<Rows>,
-}
-
-/// An entry waiting in the merge: its partition, the seqno of its version, its value.
-struct Pending {
-    part: usize,
-    seq: SeqNo,
-    value: Vec<u8>,
-}
+/// index order), each with the seqno of its version and its value, not yet checked
+/// against its row. Boxed: the merge's vector of sources then stays small (a request
+/// of 1 KiB or more makes glibc's malloc consolidate its fast bins, measured at 4
+/// partitions as a few hundred instructions a select).
+struct Entries(Box<Rows>);
 
 impl Iterator for Entries {
-    type Item = Result<(Vec<u8>, Pending)>;
+    type Item = Result<(Vec<u8>, (SeqNo, Vec<u8>))>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let part = self.part;
-        self.rows
-            .next_entry()
-            .transpose()
-            .map(|r| r.map(|(key, seq, value)| (key, Pending { part, seq, value })))
+        let entry = self.0.next_entry().transpose()?;
+        Some(entry.map(|(key, seq, value)| (key, (seq, value))))
     }
 }
 
 /// Streamed rows of a [`PartitionedSelect`].
 pub struct PartitionedRows {
-    merge: MergedScan<Entries, Pending>,
+    merge: MergedScan<Entries, (SeqNo, Vec<u8>)>,
     /// Rows left to yield; `Some(0)` after the last or an error.
     left: Option<u64>,
 }
@@ -515,36 +499,30 @@ impl std::fmt::Debug for PartitionedRows {
     }
 }
 
+impl PartitionedRows {
+    /// The next live row the merge yields: each entry is resolved against its
+    /// partition's row as the merge takes it, and a dirty one passed over.
+    fn step(&mut self) -> Result<Option<Row>> {
+        while let Some(r) = self
+            .merge
+            .next_with(|src, key, (seq, value)| src.0.resolve(&key, seq, &value))
+        {
+            if let Some(row) = r.and_then(std::convert::identity)? {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl Iterator for PartitionedRows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.left != Some(0) {
-            let resolved = match self.merge.next() {
-                None => Ok(None),
-                Some(Ok((key, p))) => match self.merge.source(p.part) {
-                    Some(src) => match src.rows.resolve(&key, p.seq, &p.value) {
-                        // A dirty entry: the merge's next one.
-                        Ok(None) => continue,
-                        r => r,
-                    },
-                    None => Err(Error::Closed),
-                },
-                Some(Err(e)) => Err(e),
-            };
-            match resolved {
-                Ok(Some(row)) => {
-                    if let Some(l) = self.left.as_mut() {
-                        *l -= 1;
-                    }
-                    return Some(Ok(row));
-                }
-                r => {
-                    self.left = Some(0);
-                    return r.transpose();
-                }
-            }
+        if self.left == Some(0) {
+            return None;
         }
-        None
+        let r = self.step();
+        count_row(&mut self.left, r)
     }
 }

@@ -382,16 +382,22 @@ impl Iterator for Rows {
         if self.left == Some(0) {
             return None;
         }
-        let r = self.step().transpose();
-        match &r {
-            Some(Ok(_)) => {
-                if let Some(l) = self.left.as_mut() {
-                    *l -= 1;
-                }
-            }
-            // The end, or an error, which ends the rows.
-            _ => self.left = Some(0),
-        }
-        r
+        let r = self.step();
+        count_row(&mut self.left, r)
     }
+}
+
+/// A row stream's next item from `step`, its next row, counted against `left` (the
+/// rows left to yield, `None` without a limit). The end of the rows, or an error, ends
+/// the stream: `left` becomes `Some(0)`.
+pub(crate) fn count_row(left: &mut Option<u64>, step: Result<Option<Row>>) -> Option<Result<Row>> {
+    match &step {
+        Ok(Some(_)) => {
+            if let Some(l) = left.as_mut() {
+                *l -= 1;
+            }
+        }
+        _ => *left = Some(0),
+    }
+    step.transpose()
 }
