@@ -7,6 +7,7 @@
 //! is the one exception (it carries the old seqno of the put it removes, and a newer put
 //! may sit deeper), so after one the search goes on and keeps the highest seqno.
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -731,9 +732,15 @@ pub struct Scan {
     deletes: Option<Arc<Deletes>>,
     front: Option<Box<DirIter>>,
     back: Option<Box<DirIter>>,
+    /// A short prefix scan's live entries, read when the scan was made
+    /// (`Scan::read_whole`): both ends take from here, and no cursor is built.
+    whole: Option<VecDeque<Entry>>,
     finished: bool,
     _snapshot_guard: Option<super::Snapshot>,
 }
+
+/// The most entries a prefix scan reads whole when it is made (`Scan::read_whole`).
+const WHOLE_MAX: usize = 32;
 
 impl std::fmt::Debug for Scan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -761,7 +768,7 @@ impl Scan {
             rts.extend(m.range_tombstones(ks));
         }
         let (lo, hi) = (bound_ref(&range.lower), bound_ref(&range.upper));
-        let (mut skip_runs, mut empty) = (0, false);
+        let (mut skip_runs, mut empty, mut in_memtables) = (0, false, true);
         if let Some(tree) = sv.version.keyspace(ks) {
             // Range tombstones come from every file, left-out runs included.
             for f in tree.files() {
@@ -773,10 +780,10 @@ impl Scan {
             if let Some(prefix) = &range.prefix {
                 let kept_runs;
                 (skip_runs, kept_runs) = runs_ruled_out(tree, &inner.sst_cache, lo, hi, prefix)?;
-                empty = kept_runs == 0
-                    && std::iter::once(&sv.mem)
-                        .chain(sv.imm.iter())
-                        .all(|m| !m.has_entries() || !range_holds(&range, &mut m.iter(ks)));
+                in_memtables = std::iter::once(&sv.mem)
+                    .chain(sv.imm.iter())
+                    .any(|m| m.has_entries() && range_holds(&range, &mut m.iter(ks)));
+                empty = kept_runs == 0 && !in_memtables;
             }
         }
         // A scan the filters answered read nothing: not a range read for the workload
@@ -787,13 +794,13 @@ impl Scan {
         // Most scans meet no range tombstone: they share one empty index.
         static NO_RANGE_DELETES: std::sync::LazyLock<Arc<RangeDelIndex>> =
             std::sync::LazyLock::new(|| Arc::new(RangeDelIndex::default()));
-        let rdi = RangeDelIndex::new(rts, snapshot);
-        Ok(Scan {
-            rdi: if rdi.is_empty() {
-                NO_RANGE_DELETES.clone()
-            } else {
-                Arc::new(rdi)
-            },
+        let rdi = if rts.is_empty() {
+            None
+        } else {
+            Some(RangeDelIndex::new(rts, snapshot)).filter(|r| !r.is_empty())
+        };
+        let mut scan = Scan {
+            rdi: rdi.map_or_else(|| NO_RANGE_DELETES.clone(), Arc::new),
             deletes: deletes_in(&sv, ks)?.map(Arc::new),
             sst_cache: inner.sst_cache.clone(),
             sv,
@@ -804,9 +811,40 @@ impl Scan {
             empty,
             front: None,
             back: None,
+            whole: None,
             finished: false,
             _snapshot_guard: guard,
-        })
+        };
+        if scan.range.prefix.is_some() && !empty && !in_memtables {
+            scan.whole = scan.read_whole()?;
+        }
+        Ok(scan)
+    }
+
+    /// The live entries of a prefix scan whose range lies in one run of visible puts
+    /// (the one-run path, `DirIter::step_plain`), when there are at most `WHOLE_MAX`:
+    /// an equality select's few matches, in most partitions of a scatter-gather. Read
+    /// at once, they spare the scan a cursor kept between steps, which costs more to
+    /// build, step and drop than the entries themselves. `None` otherwise, and the
+    /// scan reads through its cursors (a longer prefix's first entries were then read
+    /// twice, which its other entries outweigh).
+    fn read_whole(&self) -> Result<Option<VecDeque<Entry>>> {
+        let mut it = self.make(Direction::Forward);
+        if it.run.is_none() {
+            return Ok(None);
+        }
+        // Room for an equality select's usual few, in a request the allocator's
+        // per-thread cache serves.
+        let mut whole = VecDeque::with_capacity(16);
+        let mut full = false;
+        it.walk_plain(&mut |k: &[u8], seq: SeqNo, v: &[u8]| {
+            full = whole.len() == WHOLE_MAX;
+            if !full {
+                whole.push_back((k.to_vec(), seq, v.to_vec()));
+            }
+            !full
+        })?;
+        Ok((!full).then_some(whole))
     }
 
     /// Makes the cursor of `dir` on first use.
@@ -837,29 +875,23 @@ impl Scan {
                 children.push(Box::new(it));
             }
         }
-        let runs = || self.runs_in_range();
-        // How many runs the scan reads (those the range meets, less those left out), and
-        // whether their files hold only puts all visible at the snapshot.
-        let (n_runs, clean) = runs().fold((0, true), |(n, clean), files| {
+        // One run (of those the range meets, less those left out) of puts all visible
+        // at the snapshot, and nothing that deletes: every user key's first entry is its
+        // answer (`DirIter::step_plain`). A second run sends both to the merge.
+        let may_be_plain =
+            dir == Direction::Forward && children.is_empty() && self.rdi.is_empty() && self.deletes.is_none();
+        let mut run: Option<RunIter> = None;
+        for files in self.runs_in_range() {
+            let it = RunIter::new(files, self.sst_cache.clone());
             let puts_visible = files
                 .iter()
                 .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
-            (n + 1, clean && puts_visible)
-        });
-        // One run of puts all visible at the snapshot, and nothing that deletes: every
-        // user key's first entry is its answer (`DirIter::step_plain`).
-        let plain = dir == Direction::Forward
-            && children.is_empty()
-            && self.rdi.is_empty()
-            && self.deletes.is_none()
-            && n_runs == 1
-            && clean;
-        let mut run = None;
-        for files in runs() {
-            let it = RunIter::new(files, self.sst_cache.clone());
-            if plain {
+            if may_be_plain && puts_visible && run.is_none() && children.is_empty() {
                 run = Some(it);
             } else {
+                if let Some(first) = run.take() {
+                    children.push(Box::new(first));
+                }
                 children.push(Box::new(it));
             }
         }
@@ -894,12 +926,12 @@ impl Scan {
             .filter(|files| !files.is_empty())
     }
 
-    /// Whether the scan is seen to be empty before any block is read: no memtable has
-    /// an entry in its range, and every run that has files there is left out (which
-    /// only a prefix does, `ScanRange::prefix`). Lets a select skip a partition holding
-    /// no entry with its value without building a cursor there.
+    /// Whether the scan is seen to be empty when made: no memtable has an entry in its
+    /// range, and every run that has files there is left out (which only a prefix
+    /// does, `ScanRange::prefix`), or it was read whole and nothing is live. Lets a
+    /// select skip a partition holding no entry with its value.
     pub(crate) fn holds_nothing(&self) -> bool {
-        self.empty
+        self.empty || self.whole.as_ref().is_some_and(VecDeque::is_empty)
     }
 
     /// The snapshot seqno this scan reads at.
@@ -981,6 +1013,19 @@ impl Scan {
         if self.finished {
             return Ok(());
         }
+        if let Some(whole) = self.whole.as_mut() {
+            while !out.is_full() {
+                let Some((k, ..)) = (match dir {
+                    Direction::Forward => whole.pop_front(),
+                    Direction::Reverse => whole.pop_back(),
+                }) else {
+                    self.finished = true;
+                    break;
+                };
+                out.push(k.get(cut..).unwrap_or_default());
+            }
+            return Ok(());
+        }
         self.make_if_absent(dir);
         let (it, other) = match dir {
             Direction::Forward => (self.front.as_mut(), &self.back),
@@ -1003,6 +1048,11 @@ impl Scan {
         if self.finished {
             return Ok(());
         }
+        if let Some(whole) = self.whole.take() {
+            self.finished = true;
+            whole.iter().for_each(|(k, ..)| f(k.get(cut..).unwrap_or_default()));
+            return Ok(());
+        }
         self.make_if_absent(Direction::Forward);
         let Some(it) = self.front.as_mut() else { return Ok(()) };
         let r = it.for_each(cut, f, self.back.as_deref().and_then(DirIter::last_key));
@@ -1014,6 +1064,14 @@ impl Scan {
     fn step(&mut self, dir: Direction) -> Option<Result<Entry>> {
         if self.finished {
             return None;
+        }
+        if let Some(whole) = self.whole.as_mut() {
+            let e = match dir {
+                Direction::Forward => whole.pop_front(),
+                Direction::Reverse => whole.pop_back(),
+            };
+            self.finished = e.is_none();
+            return e.map(Ok);
         }
         self.make_if_absent(dir);
         let (it, other) = match dir {
@@ -1184,6 +1242,81 @@ mod tests {
         assert_eq!(keys(b"c1")?, (true, vec![]));
         let scan = snap.scan_shared(&ks, prefixed(b"a9"))?;
         assert_eq!(scan.runs_in_range().count(), 1);
+        Ok(())
+    }
+
+    /// A prefix with few live entries in one run of visible puts is read whole when
+    /// its scan is made; a longer one, one met in a memtable, or one read at a snapshot
+    /// older than the run's puts goes through cursors. Either way both ends, and the
+    /// keys-only reads, yield what a scan without the prefix does.
+    #[test]
+    fn a_short_prefix_is_read_whole() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let ks = db.create_keyspace("k")?;
+        ks.set_filter_key(FilterKey::Fixed(NonZeroU8::MIN.saturating_add(1)))?;
+        // "s0": 5 keys, "l0": WHOLE_MAX + 1; each key put twice, a snapshot keeping
+        // the first version, so the run holds two entries of each.
+        let keys: Vec<Vec<u8>> = (0..5u8)
+            .map(|i| vec![b's', b'0', i])
+            .chain((0..=WHOLE_MAX as u8).map(|i| vec![b'l', b'0', i]))
+            .collect();
+        for k in &keys {
+            ks.put(k, b"old")?;
+        }
+        let old = db.snapshot();
+        for k in &keys {
+            ks.put(k, &[&b"new"[..], k].concat())?;
+        }
+        db.flush()?;
+        let snap = db.snapshot();
+        let check = |snap: &crate::Snapshot, p: &[u8], whole: bool| -> Result<()> {
+            let plain = ScanRange::new((Bound::Included(p.to_vec()), prefixed(p).upper.clone()));
+            let want: Vec<(Vec<u8>, Vec<u8>)> = snap.scan_shared(&ks, plain)?.collect::<Result<_>>()?;
+            assert!(!want.is_empty());
+            let scan = || snap.scan_shared(&ks, prefixed(p));
+            assert_eq!(scan()?.whole.is_some(), whole, "prefix {p:?}");
+            assert_eq!(scan()?.collect::<Result<Vec<_>>>()?, want);
+            let back: Vec<_> = scan()?.rev().collect::<Result<_>>()?;
+            assert_eq!(back, want.iter().rev().cloned().collect::<Vec<_>>());
+            // Both ends meet in the middle: every entry once.
+            let mut s = scan()?;
+            let mut met = Vec::new();
+            while let Some(front) = s.next() {
+                met.push(front?);
+                if let Some(back) = s.next_back() {
+                    met.push(back?);
+                }
+            }
+            met.sort();
+            assert_eq!(met, want);
+            let want_keys: Vec<Vec<u8>> = want.iter().map(|(k, _)| k[1..].to_vec()).collect();
+            let mut each = Vec::new();
+            scan()?.for_each_key(1, &mut |k| each.push(k.to_vec()))?;
+            assert_eq!(each, want_keys);
+            let (mut s, mut batch, mut filled) = (scan()?, KeyBatch::default(), Vec::new());
+            loop {
+                batch.clear();
+                s.fill_keys(Direction::Reverse, 1, &mut batch)?;
+                if batch.is_empty() {
+                    break;
+                }
+                while let Some(k) = batch.take_near() {
+                    filled.push(k.to_vec());
+                }
+            }
+            filled.reverse();
+            assert_eq!(filled, want_keys);
+            Ok(())
+        };
+        check(&snap, b"s0", true)?;
+        check(&snap, b"l0", false)?;
+        check(&old, b"s0", false)?;
+        let got: Vec<_> = old.scan_shared(&ks, prefixed(b"s0"))?.collect::<Result<_>>()?;
+        assert!(got.iter().all(|(_, v)| v == b"old"));
+        // An entry in the memtable: read through cursors, the new key among the rest.
+        ks.put(b"s0\x09", b"mem")?;
+        check(&db.snapshot(), b"s0", false)?;
         Ok(())
     }
 }
