@@ -768,6 +768,7 @@ impl Scan {
             rts.extend(m.range_tombstones(ks));
         }
         let (lo, hi) = (bound_ref(&range.lower), bound_ref(&range.upper));
+        // Whether a memtable holds an entry in the range: only a prefix scan looks.
         let (mut skip_runs, mut empty, mut in_memtables) = (0, false, true);
         if let Some(tree) = sv.version.keyspace(ks) {
             // Range tombstones come from every file, left-out runs included.
