@@ -244,7 +244,9 @@ struct DirIter {
     /// (`step_plain`).
     run: Option<RunIter>,
     dir: Direction,
-    rdi: Arc<RangeDelIndex>,
+    /// `None`: no range tombstone deletes in the range at the snapshot (most scans; no
+    /// shared empty index whose count every scan would bump).
+    rdi: Option<Arc<RangeDelIndex>>,
     deletes: Option<Arc<Deletes>>,
     snapshot: SeqNo,
     range: Arc<ScanRange>,
@@ -493,7 +495,7 @@ impl DirIter {
             self.key_buf.clear();
             self.key_buf.extend_from_slice(p.user_key);
             let live = p.kind == ValueKind::Put
-                && !self.rdi.deletes(p.user_key, p.seq)
+                && !self.rdi.as_deref().is_some_and(|r| r.deletes(p.user_key, p.seq))
                 && !self.killed(self.merge.value(), p.seq);
             let seq = p.seq;
             let value = (live && want_value).then(|| self.merge.value().to_vec());
@@ -702,7 +704,7 @@ impl DirIter {
                 }
             }
             if let Some((seq, ValueKind::Put, v)) = newest
-                && !self.rdi.deletes(&self.key_buf, seq)
+                && !self.rdi.as_deref().is_some_and(|r| r.deletes(&self.key_buf, seq))
                 && !self.killed(v.as_deref().unwrap_or_default(), seq)
             {
                 return self.taken((seq, v.filter(|_| want_value)));
@@ -728,7 +730,8 @@ pub struct Scan {
     skip_runs: u64,
     /// Seen to be empty before any block is read (`holds_nothing`).
     empty: bool,
-    rdi: Arc<RangeDelIndex>,
+    /// As `DirIter::rdi`.
+    rdi: Option<Arc<RangeDelIndex>>,
     deletes: Option<Arc<Deletes>>,
     front: Option<Box<DirIter>>,
     back: Option<Box<DirIter>>,
@@ -792,16 +795,13 @@ impl Scan {
         if !empty {
             super::stats::Counters::add(&inner.counters.range_reads, 1);
         }
-        // Most scans meet no range tombstone: they share one empty index.
-        static NO_RANGE_DELETES: std::sync::LazyLock<Arc<RangeDelIndex>> =
-            std::sync::LazyLock::new(|| Arc::new(RangeDelIndex::default()));
         let rdi = if rts.is_empty() {
             None
         } else {
             Some(RangeDelIndex::new(rts, snapshot)).filter(|r| !r.is_empty())
         };
         let mut scan = Scan {
-            rdi: rdi.map_or_else(|| NO_RANGE_DELETES.clone(), Arc::new),
+            rdi: rdi.map(Arc::new),
             deletes: deletes_in(&sv, ks)?.map(Arc::new),
             sst_cache: inner.sst_cache.clone(),
             sv,
@@ -880,7 +880,7 @@ impl Scan {
         // at the snapshot, and nothing that deletes: every user key's first entry is its
         // answer (`DirIter::step_plain`). A second run sends both to the merge.
         let may_be_plain =
-            dir == Direction::Forward && children.is_empty() && self.rdi.is_empty() && self.deletes.is_none();
+            dir == Direction::Forward && children.is_empty() && self.rdi.is_none() && self.deletes.is_none();
         let mut run: Option<RunIter> = None;
         for files in self.runs_in_range() {
             let it = RunIter::new(files, self.sst_cache.clone());
