@@ -817,22 +817,24 @@ impl Scan {
             _snapshot_guard: guard,
         };
         if scan.range.prefix.is_some() && !empty && !in_memtables {
-            scan.whole = scan.read_whole()?;
+            scan.read_whole()?;
         }
         Ok(scan)
     }
 
-    /// The live entries of a prefix scan whose range lies in one run of visible puts
-    /// (the one-run path, `DirIter::step_plain`), when there are at most `WHOLE_MAX`:
-    /// an equality select's few matches, in most partitions of a scatter-gather. Read
-    /// at once, they spare the scan a cursor kept between steps, which costs more to
-    /// build, step and drop than the entries themselves. `None` otherwise, and the
-    /// scan reads through its cursors (a longer prefix's first entries were then read
-    /// twice, which its other entries outweigh).
-    fn read_whole(&self) -> Result<Option<VecDeque<Entry>>> {
+    /// Reads the live entries of a prefix scan whose range lies in one run of visible
+    /// puts (the one-run path, `DirIter::step_plain`) into `whole`, when there are at
+    /// most `WHOLE_MAX`: an equality select's few matches, in most partitions of a
+    /// scatter-gather. Read at once, they spare the scan a cursor kept between steps,
+    /// which costs more to build, step and drop than the entries themselves. Otherwise
+    /// the scan reads through its cursors: off the one-run path, the cursor made here
+    /// is kept as the front one; past `WHOLE_MAX` entries a new one reads the first
+    /// entries again, which the prefix's other entries outweigh.
+    fn read_whole(&mut self) -> Result<()> {
         let mut it = self.make(Direction::Forward);
         if it.run.is_none() {
-            return Ok(None);
+            self.front = Some(Box::new(it));
+            return Ok(());
         }
         // Room for an equality select's usual few, in a request the allocator's
         // per-thread cache serves.
@@ -845,7 +847,10 @@ impl Scan {
             }
             !full
         })?;
-        Ok((!full).then_some(whole))
+        if !full {
+            self.whole = Some(whole);
+        }
+        Ok(())
     }
 
     /// Makes the cursor of `dir` on first use.
@@ -1016,10 +1021,7 @@ impl Scan {
         }
         if let Some(whole) = self.whole.as_mut() {
             while !out.is_full() {
-                let Some((k, ..)) = (match dir {
-                    Direction::Forward => whole.pop_front(),
-                    Direction::Reverse => whole.pop_back(),
-                }) else {
+                let Some((k, ..)) = take_end(whole, dir) else {
                     self.finished = true;
                     break;
                 };
@@ -1067,10 +1069,7 @@ impl Scan {
             return None;
         }
         if let Some(whole) = self.whole.as_mut() {
-            let e = match dir {
-                Direction::Forward => whole.pop_front(),
-                Direction::Reverse => whole.pop_back(),
-            };
+            let e = take_end(whole, dir);
             self.finished = e.is_none();
             return e.map(Ok);
         }
@@ -1096,6 +1095,14 @@ impl Scan {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// The entry at the end of `whole` a cursor of `dir` would read next.
+fn take_end(whole: &mut VecDeque<Entry>, dir: Direction) -> Option<Entry> {
+    match dir {
+        Direction::Forward => whole.pop_front(),
+        Direction::Reverse => whole.pop_back(),
     }
 }
 
@@ -1315,6 +1322,8 @@ mod tests {
         check(&old, b"s0", false)?;
         let got: Vec<_> = old.scan_shared(&ks, prefixed(b"s0"))?.collect::<Result<_>>()?;
         assert!(got.iter().all(|(_, v)| v == b"old"));
+        // Off the one-run path, the cursor the attempt made is the scan's own.
+        assert!(old.scan_shared(&ks, prefixed(b"s0"))?.front.is_some());
         // An entry in the memtable: read through cursors, the new key among the rest.
         ks.put(b"s0\x09", b"mem")?;
         check(&db.snapshot(), b"s0", false)?;
