@@ -224,3 +224,49 @@ fn the_writer_refuses_unsorted_rows_bad_rows_and_unique_duplicates() {
     let e = TableWriter::create(&s, tmp.path().join("w")).unwrap_err();
     assert!(matches!(e, Error::AlreadyExists(_)), "{e}");
 }
+
+/// `TableWriterOptions::sst` shapes every file the writer makes, index files included
+/// (each of which keeps its own filter setting), and the ingested table reads the same.
+#[test]
+fn the_writers_format_options_reach_the_index_files() {
+    use strata::sstable::{Compression, SstOptions, SstReader};
+    use strata::table::writer::TableWriterOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = schema("deferred");
+    let blocks = |files: &TableFiles, name: &str| {
+        let file = strata::fs::FileSystem::open(&strata::fs::RealFs, &files.dir.join(name)).unwrap();
+        SstReader::open(file, 1, None).unwrap().properties().data_blocks
+    };
+    let build = |dir: &str, sst: SstOptions| {
+        let opts = TableWriterOptions {
+            sst,
+            ..TableWriterOptions::default()
+        };
+        let mut w = TableWriter::create_with(&s, tmp.path().join(dir), opts).unwrap();
+        for id in 0..2000 {
+            w.add(&row(id)).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let plain = build("plain", SstOptions::default());
+    let tuned = build(
+        "small",
+        SstOptions {
+            block_size: 512,
+            compression: Compression::Lz4,
+            ..SstOptions::default()
+        },
+    );
+    for (name, file, _, _) in &plain.indexes {
+        let (a, b) = (blocks(&plain, file), blocks(&tuned, file));
+        assert!(b >= 4 * a, "index {name}: {a} blocks at 8 KiB, {b} at 512 B");
+    }
+    assert!(blocks(&tuned, &tuned.primary.0) >= 4 * blocks(&plain, &plain.primary.0));
+
+    let db = Db::open(tmp.path().join("db"), small()).unwrap();
+    let t = db.create_table(s.clone()).unwrap();
+    t.ingest(&tuned.dir, IngestOptions::default()).unwrap();
+    let want: Vec<u64> = (0..2000).filter(|id| id % 50 == 7).collect();
+    assert_eq!(ids_by_age(&t, 7), want);
+    check_ok(&db, false);
+}

@@ -102,6 +102,8 @@ pub struct TableWriter {
     last_pk: Option<Vec<u8>>,
     rows: u64,
     partition: Option<FilesPartition>,
+    /// Format options of every file written (each index file keeps its own filter key).
+    sst: SstOptions,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -193,6 +195,7 @@ impl TableWriter {
             last_pk: None,
             rows: 0,
             partition,
+            sst: opts.sst,
         })
     }
 
@@ -253,7 +256,7 @@ impl TableWriter {
             // The filter an index keyspace's own tables have (`IndexLayout::chosen_filter_key`).
             let opts = SstOptions {
                 filter_key: ix.chosen_filter_key(),
-                ..SstOptions::default()
+                ..self.sst.clone()
             };
             let mut w = ExternalSstWriter::create_with(&fs, &path, opts)?;
             let mut stream = sorter.finish()?;
