@@ -2,13 +2,19 @@
 //! table (`PartitionedTable`), against the same rows in one partition, in one run.
 //!
 //! The micro table (`f1` primary key, four secondary indexes) of `--rows` rows, the
-//! indexed fields drawn from `1..=rows/10` (about ten rows per value), is built with one
+//! indexed fields `f2..f4` drawn from `1..=rows/10` (about ten rows per value) and `f5`
+//! from `1..=rows/100` (about a hundred), is built with one
 //! `TableWriter` per partition and ingested into N = each of `--partitions` (default
 //! 1, 2, 4, 8) partitions; every configuration gets the same total block cache (split
 //! evenly over its partitions). Then, for 1 and 2 client threads, `--seconds` each:
 //!
 //! * **eq**: `select i2 where f2 = v` (about 10 rows), v uniform;
+//! * **eq100**: `select i5 where f5 = v` (about 100 rows), v uniform;
 //! * **range**: `select i3 where f3 >= v limit 100`.
+//!
+//! The two equality selects differ only in how many rows share a value: every
+//! partition pays one index probe per select whatever it returns, so the fewer rows a
+//! select returns, the more the probes weigh (`docs/design/partitions.md`, Limits).
 //!
 //! Every configuration is loaded first and kept open, with N = 1 loaded twice (the
 //! second copy is the A/A control). The cells are then measured in `--rounds` rounds,
@@ -51,8 +57,8 @@ pub struct PartitionsArgs {
     /// Rounds over every configuration; each cell reports the median of its rounds.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Queries to measure (comma-separated): `eq`, `range`.
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["eq".to_string(), "range".to_string()])]
+    /// Queries to measure (comma-separated): `eq`, `eq100`, `range`.
+    #[arg(long, value_delimiter = ',', default_values_t = QUERIES.map(String::from).to_vec())]
     queries: Vec<String>,
     /// Block cache of the whole table, split evenly over its partitions (MiB).
     #[arg(long, default_value_t = 256)]
@@ -70,7 +76,7 @@ pub struct PartitionsArgs {
 pub struct Cell {
     /// Partitions.
     pub partitions: usize,
-    /// `eq` or `range`.
+    /// `eq`, `eq100` or `range`.
     pub query: String,
     /// Client threads.
     pub threads: usize,
@@ -105,9 +111,25 @@ pub struct PartitionsReport {
     pub cells: Vec<Cell>,
 }
 
-/// Value range of the indexed fields: about ten rows per value.
+/// The queries, in the order measured by default.
+const QUERIES: [&str; 3] = ["eq", "eq100", "range"];
+
+/// Value range of `f2..f4`: about ten rows per value.
 fn spread(rows: u64) -> u64 {
     (rows / 10).max(1)
+}
+
+/// Value range of `f5`: about a hundred rows per value.
+fn spread_wide(rows: u64) -> u64 {
+    (rows / 100).max(1)
+}
+
+/// Row `i` of the table: the ingest benchmark's row, with `f5` folded onto the wider
+/// spread (a multiple of it divides `spread`, so the fold keeps the values uniform).
+fn table_row(i: u64, rows: u64) -> Vec<Value> {
+    let mut r = row(i, spread(rows));
+    r[4] = (r[4] - 1) % spread_wide(rows) + 1;
+    values(r)
 }
 
 /// Builds one file set per partition and ingests each into its partition.
@@ -128,7 +150,7 @@ fn load(dir: &Path, n: usize, rows: u64, cache_mib: usize) -> BenchResult<(Parti
         )?);
     }
     for i in 0..rows {
-        let r = values(row(i, spread(rows)));
+        let r = table_row(i, rows);
         writers[router.partition_of_row(&r)?].add(&r)?;
     }
     let opts = paper_options(MicroSettings {
@@ -149,12 +171,18 @@ fn load(dir: &Path, n: usize, rows: u64, cache_mib: usize) -> BenchResult<(Parti
     Ok((db, t, secs))
 }
 
-/// One select of `query` with a random value; returns the rows it gave.
-fn one_select(t: &PartitionedTable, query: &str, rng: &mut StdRng, spread: u64) -> BenchResult<u64> {
-    let v = Value::U64(rng.gen_range(1..=spread));
+/// One select of `query` on a table of `rows` rows, with a random value; returns the
+/// rows it gave.
+fn one_select(t: &PartitionedTable, query: &str, rng: &mut StdRng, rows: u64) -> BenchResult<u64> {
     let sel = match query {
-        "eq" => t.select("i2").eq(vec![v]),
-        _ => t.select("i3").range(Bound::Included(v), Bound::Unbounded).limit(100),
+        "eq" => t.select("i2").eq(vec![Value::U64(rng.gen_range(1..=spread(rows)))]),
+        "eq100" => t
+            .select("i5")
+            .eq(vec![Value::U64(rng.gen_range(1..=spread_wide(rows)))]),
+        _ => {
+            let v = Value::U64(rng.gen_range(1..=spread(rows)));
+            t.select("i3").range(Bound::Included(v), Bound::Unbounded).limit(100)
+        }
     };
     let mut n = 0;
     for r in sel.rows()? {
@@ -165,7 +193,13 @@ fn one_select(t: &PartitionedTable, query: &str, rng: &mut StdRng, spread: u64) 
 }
 
 /// `threads` clients running `query` for `seconds`: (selects/s, rows per select).
-fn measure(t: &PartitionedTable, query: &str, threads: usize, seconds: f64, spread: u64) -> BenchResult<(f64, f64)> {
+fn measure(
+    t: &PartitionedTable,
+    query: &str,
+    threads: usize,
+    seconds: f64,
+    table_rows: u64,
+) -> BenchResult<(f64, f64)> {
     let stop = AtomicBool::new(false);
     let selects = AtomicU64::new(0);
     let rows = AtomicU64::new(0);
@@ -177,7 +211,7 @@ fn measure(t: &PartitionedTable, query: &str, threads: usize, seconds: f64, spre
                 s.spawn(move || -> Result<(), String> {
                     let mut rng = StdRng::seed_from_u64(0x5eed + k as u64);
                     while !stop.load(Ordering::Relaxed) {
-                        let n = one_select(t, query, &mut rng, spread).map_err(|e| e.to_string())?;
+                        let n = one_select(t, query, &mut rng, table_rows).map_err(|e| e.to_string())?;
                         selects.fetch_add(1, Ordering::Relaxed);
                         rows.fetch_add(n, Ordering::Relaxed);
                     }
@@ -212,8 +246,8 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
     for &n in &a.partitions {
         strata::partition::check_count(n)?;
     }
-    if let Some(q) = a.queries.iter().find(|q| !matches!(q.as_str(), "eq" | "range")) {
-        return Err(format!("unknown query {q:?}: use eq or range").into());
+    if let Some(q) = a.queries.iter().find(|q| !QUERIES.contains(&q.as_str())) {
+        return Err(format!("unknown query {q:?}: use {}", QUERIES.join(", ")).into());
     }
     let (root, _tmp) = crate::workdir::root(a.dir.as_deref(), "strata-partitions")?;
     eprintln!(
@@ -242,7 +276,7 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
         report.load_seconds.push((n, secs));
         for query in a.queries.iter().map(String::as_str) {
             // Warm the cache the same way for every N.
-            measure(&t, query, 1, (a.seconds / 3.0).min(1.0), spread(a.rows))?;
+            measure(&t, query, 1, (a.seconds / 3.0).min(1.0), a.rows)?;
         }
         loaded.push((db, t));
     }
@@ -252,7 +286,7 @@ pub fn run(a: &PartitionsArgs) -> BenchResult<()> {
             let mut rows_per = vec![0.0; counts.len()];
             for round in 0..a.rounds {
                 for (k, (_, t)) in loaded.iter().enumerate() {
-                    let (sps, per) = measure(t, query, threads, a.seconds, spread(a.rows))?;
+                    let (sps, per) = measure(t, query, threads, a.seconds, a.rows)?;
                     per_config[k].push(sps);
                     rows_per[k] = per;
                 }
@@ -331,10 +365,14 @@ mod tests {
         for n in [1, 3] {
             let (db, t, _) = load(&dir.path().join(format!("n{n}")), n, rows, 8).unwrap();
             let mut rng = StdRng::seed_from_u64(1);
-            let got: Vec<u64> = (0..20)
-                .map(|k| one_select(&t, if k % 2 == 0 { "eq" } else { "range" }, &mut rng, spread(rows)).unwrap())
+            let got: Vec<u64> = (0..30)
+                .map(|k| one_select(&t, QUERIES[k % 3], &mut rng, rows).unwrap())
                 .collect();
-            assert!(got.contains(&100), "range selects fill their limit: {got:?}");
+            let mean = |q: usize| got.iter().skip(q).step_by(3).sum::<u64>() / 10;
+            // About 10 rows per f2 value and 100 per f5 value; the range fills its limit.
+            assert!((5..=15).contains(&mean(0)), "eq: {got:?}");
+            assert!((70..=130).contains(&mean(1)), "eq100: {got:?}");
+            assert!(got.iter().skip(2).step_by(3).all(|&n| n == 100), "range: {got:?}");
             answers.push(got);
             db.close().unwrap();
         }
