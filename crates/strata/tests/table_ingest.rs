@@ -229,7 +229,7 @@ fn the_writer_refuses_unsorted_rows_bad_rows_and_unique_duplicates() {
 /// (each of which keeps its own filter setting), and the ingested table reads the same.
 #[test]
 fn the_writers_format_options_reach_the_index_files() {
-    use strata::sstable::{Compression, SstOptions, SstReader};
+    use strata::sstable::{Compression, SstOptions, SstReader, TileOptions};
     use strata::table::writer::TableWriterOptions;
     let tmp = tempfile::tempdir().unwrap();
     let s = schema("deferred");
@@ -262,6 +262,20 @@ fn the_writers_format_options_reach_the_index_files() {
         assert!(b >= 4 * a, "index {name}: {a} blocks at 8 KiB, {b} at 512 B");
     }
     assert!(blocks(&tuned, &tuned.primary.0) >= 4 * blocks(&plain, &plain.primary.0));
+    // Delete tiles would make files ingest refuses: refused when the writer is made.
+    let tiled = TableWriterOptions {
+        sst: SstOptions {
+            tiles: Some(TileOptions { h: 2, delete_key: None }),
+            ..SstOptions::default()
+        },
+        ..TableWriterOptions::default()
+    };
+    let e = TableWriter::create_with(&s, tmp.path().join("tiled"), tiled).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("sst.tiles"),
+        "{e}"
+    );
+    assert!(!tmp.path().join("tiled").exists(), "a refused writer leaves nothing");
 
     let db = Db::open(tmp.path().join("db"), small()).unwrap();
     let t = db.create_table(s.clone()).unwrap();

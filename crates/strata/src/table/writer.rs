@@ -42,7 +42,8 @@ const MAGIC_LINE: &str = "strata-table-files 1";
 pub struct TableWriterOptions {
     /// Memory for sorting index entries, shared by the indexes (each spills past its share).
     pub sort_memory: usize,
-    /// Table format options of the files.
+    /// Table format options of the files (an index file's filter setting is its
+    /// index's). Without delete tiles: ingest takes format version 3 only.
     pub sst: SstOptions,
     /// `Some((i, n))`: the files are for partition `i` of a table split into `n`
     /// partitions (`table::partitioned`); a row whose primary key routes elsewhere is
@@ -102,7 +103,7 @@ pub struct TableWriter {
     last_pk: Option<Vec<u8>>,
     rows: u64,
     partition: Option<FilesPartition>,
-    /// Format options of every file written (each index file keeps its own filter key).
+    /// Format options of every file written (index files keep their own filter key).
     sst: SstOptions,
 }
 
@@ -142,6 +143,13 @@ impl TableWriter {
     /// Starts writing files for `schema` into `dir` with `opts`.
     pub fn create_with(schema: &Schema, dir: impl AsRef<Path>, opts: TableWriterOptions) -> Result<TableWriter> {
         let schema = schema.clone().validated()?;
+        if opts.sst.tiles.is_some() {
+            return Err(Error::InvalidArgument(
+                "table writer: `sst.tiles` must be unset, as ingest takes files without delete \
+                 tiles (format version 3) only"
+                    .into(),
+            ));
+        }
         let partition = match opts.partition {
             Some((index, count)) => {
                 check_count(count)?;
