@@ -125,7 +125,7 @@ fn spread_wide(rows: u64) -> u64 {
 }
 
 /// Row `i` of the table: the ingest benchmark's row, with `f5` folded onto the wider
-/// spread (a multiple of it divides `spread`, so the fold keeps the values uniform).
+/// spread (uniformly when it divides `spread`, as for any multiple of 100 rows).
 fn table_row(i: u64, rows: u64) -> Vec<Value> {
     let mut r = row(i, spread(rows));
     r[4] = (r[4] - 1) % spread_wide(rows) + 1;

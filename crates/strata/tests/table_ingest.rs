@@ -272,7 +272,7 @@ fn the_writers_format_options_reach_the_index_files() {
     };
     let e = TableWriter::create_with(&s, tmp.path().join("tiled"), tiled).unwrap_err();
     assert!(
-        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("sst.tiles"),
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("SstOptions::tiles"),
         "{e}"
     );
     assert!(!tmp.path().join("tiled").exists(), "a refused writer leaves nothing");

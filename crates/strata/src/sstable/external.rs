@@ -200,8 +200,10 @@ impl ExternalSstWriter {
         Self::create_with(&RealFs, path, SstOptions::default())
     }
 
-    /// Creates the file at `path` (which must not exist yet) through `fs`, with `opts`.
+    /// Creates the file at `path` (which must not exist yet) through `fs`, with `opts`
+    /// ([`ExternalSstWriter::check_options`]).
     pub fn create_with(fs: &dyn FileSystem, path: impl AsRef<Path>, opts: SstOptions) -> Result<Self> {
+        Self::check_options(&opts)?;
         let path = path.as_ref().to_path_buf();
         if fs.exists(&path) {
             return Err(Error::AlreadyExists(format!("{}", path.display())));
@@ -222,6 +224,18 @@ impl ExternalSstWriter {
             raw_bytes: 0,
             ikey: Vec::new(),
         })
+    }
+
+    /// Refuses options whose file ingest would refuse: it takes format version
+    /// `FORMAT_VERSION` only, which has no delete tiles, so `opts.tiles` must be unset.
+    pub fn check_options(opts: &SstOptions) -> Result<()> {
+        if opts.tiles.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "external SSTables are for ingest, which takes format version {FORMAT_VERSION} \
+                 only: delete tiles (`SstOptions::tiles`) must be unset"
+            )));
+        }
+        Ok(())
     }
 
     /// Adds `key` = `value`; `key` must be greater than every key added before.
@@ -658,6 +672,22 @@ mod tests {
         }
         let info = w.finish().unwrap();
         (path, info)
+    }
+
+    /// Delete tiles make a format version ingest refuses: the writer refuses them first,
+    /// before it creates the file (its info would otherwise claim `FORMAT_VERSION`).
+    #[test]
+    fn options_ingest_would_refuse_are_refused_before_the_file_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiled.sst");
+        let opts = SstOptions {
+            tiles: Some(crate::sstable::TileOptions { h: 2, delete_key: None }),
+            ..SstOptions::default()
+        };
+        let e = ExternalSstWriter::create_with(&RealFs, &path, opts).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains("SstOptions::tiles"), "{e}");
+        assert!(!path.exists(), "a refused writer creates no file");
     }
 
     #[test]

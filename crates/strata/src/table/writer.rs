@@ -43,7 +43,7 @@ pub struct TableWriterOptions {
     /// Memory for sorting index entries, shared by the indexes (each spills past its share).
     pub sort_memory: usize,
     /// Table format options of the files (an index file's filter setting is its
-    /// index's). Without delete tiles: ingest takes format version 3 only.
+    /// index's), as [`ExternalSstWriter::check_options`] allows.
     pub sst: SstOptions,
     /// `Some((i, n))`: the files are for partition `i` of a table split into `n`
     /// partitions (`table::partitioned`); a row whose primary key routes elsewhere is
@@ -143,13 +143,8 @@ impl TableWriter {
     /// Starts writing files for `schema` into `dir` with `opts`.
     pub fn create_with(schema: &Schema, dir: impl AsRef<Path>, opts: TableWriterOptions) -> Result<TableWriter> {
         let schema = schema.clone().validated()?;
-        if opts.sst.tiles.is_some() {
-            return Err(Error::InvalidArgument(
-                "table writer: `sst.tiles` must be unset, as ingest takes files without delete \
-                 tiles (format version 3) only"
-                    .into(),
-            ));
-        }
+        // Before the directory is made: a refused writer leaves nothing behind.
+        ExternalSstWriter::check_options(&opts.sst)?;
         let partition = match opts.partition {
             Some((index, count)) => {
                 check_count(count)?;
