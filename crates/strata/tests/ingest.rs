@@ -9,7 +9,7 @@ mod fault_harness;
 
 use std::path::{Path, PathBuf};
 
-use fault_harness::{CrashMode, Fault, FaultSpec, FaultyFs, Op, Target};
+use fault_harness::{CrashMode, Fault, FaultSpec, FaultyFs, FileKind, Op, Target};
 use strata::key::{ValueKind, internal_key};
 use strata::sstable::{ExternalSstWriter, SstOptions, SstWriter};
 use strata::{Db, Error, IngestOptions, Options, SyncPolicy};
@@ -409,6 +409,92 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
     // The good file still goes in afterwards.
     db.ingest(&ks, &[&good], IngestOptions::default()).unwrap();
     assert_eq!(get(&db, 3).as_deref(), Some("g:3"));
+}
+
+/// An ingest whose manifest edit fails after its seqno was logged still takes that
+/// seqno: the next write logs the one after it, and the WAL replays after a crash.
+#[test]
+fn a_failed_manifest_edit_still_takes_the_ingests_seqno() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new(1);
+    let opts = Options {
+        fs: fs.clone(),
+        sync: SyncPolicy::EveryBatch,
+        ..small()
+    };
+    let dbdir = tmp.path().join("db");
+    let path = external(tmp.path(), "a.sst", 100..200, "a");
+    {
+        let db = Db::open(&dbdir, opts.clone()).unwrap();
+        for i in 0..10 {
+            db.put(&key(i), b"before").unwrap();
+        }
+        let files = dir_listing(&dbdir);
+        let before = db.last_seq();
+        fs.state()
+            .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Append, Fault::Error).times(1));
+        let err = db
+            .ingest(&db.default_keyspace(), &[&path], IngestOptions::default())
+            .unwrap_err();
+        assert!(!matches!(err, Error::Background(_)), "{err}");
+        fs.state().clear();
+        assert_eq!(get(&db, 150), None);
+        assert_eq!(db.last_seq(), before + 1, "the logged seqno is taken");
+        db.put(&key(50), b"after").unwrap();
+        assert_eq!(db.last_seq(), before + 2);
+        // The staged file is gone; the manifest was rewritten without the edit.
+        let sst = |v: &[String]| v.iter().filter(|n| n.ends_with(".sst")).cloned().collect::<Vec<_>>();
+        assert_eq!(sst(&dir_listing(&dbdir)), sst(&files));
+        fs.state().power_off();
+        drop(db);
+    }
+    fs.state().crash(CrashMode::LoseUnsyncedData);
+    fs.state().clear();
+    let db = Db::open(&dbdir, opts).unwrap();
+    assert_eq!(get(&db, 50).as_deref(), Some("after"));
+    assert_eq!(get(&db, 150), None);
+    assert_eq!(db.scan(..).unwrap().count(), 11);
+    let report = db.check(Default::default()).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// When the manifest cannot be rewritten after a failed edit, the edit may be on disk
+/// after all: the ingest's files stay, and the next open finds all of them in (here the
+/// edit's bytes did reach the manifest) or sweeps them.
+#[test]
+fn an_ingest_whose_edit_may_be_on_disk_keeps_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new(1);
+    let opts = Options {
+        fs: fs.clone(),
+        sync: SyncPolicy::EveryBatch,
+        ..small()
+    };
+    let dbdir = tmp.path().join("db");
+    let path = external(tmp.path(), "a.sst", 100..200, "a");
+    {
+        let db = Db::open(&dbdir, opts.clone()).unwrap();
+        for i in 0..10 {
+            db.put(&key(i), b"before").unwrap();
+        }
+        // The edit is written but its sync fails, and so does the fresh manifest.
+        fs.state()
+            .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Sync, Fault::Error).times(1));
+        fs.state()
+            .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Create, Fault::Error).times(1));
+        let err = db
+            .ingest(&db.default_keyspace(), &[&path], IngestOptions::default())
+            .unwrap_err();
+        assert!(matches!(err, Error::Background(_)), "{err}");
+        fs.state().power_off();
+        drop(db);
+    }
+    // No crash: what was written stays, as when the kernel wrote it back in time.
+    let db = Db::open(&dbdir, small()).unwrap();
+    assert_eq!(get(&db, 150).as_deref(), Some("a:150"));
+    assert_eq!(db.scan(..).unwrap().count(), 110);
+    let report = db.check(Default::default()).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
 }
 
 /// Power goes at the `at`-th mutating operation of kind `op` during an ingest of three

@@ -1,7 +1,8 @@
 //! Ingest: installing external SSTables (`sstable::external`) into keyspaces, all of
 //! them in one manifest edit.
 //!
-//! Steps, each leaving the database as it was if it fails (files brought in are removed):
+//! Steps, each leaving the database as it was if it fails (files brought in are removed,
+//! unless the manifest cannot tell whether it holds the edit; then the next open does):
 //! 1. each file gets a new file number and is checked (`sstable::external::check_copy`,
 //!    errors naming the source) as it is copied into the database directory in one pass
 //!    (each piece read is checked, then written: the bytes served are the bytes
@@ -17,7 +18,9 @@
 //!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
 //!    deepest level above every level holding data in its key range (in the level's
 //!    newest run when the level has one, else a new run); one manifest edit adds them
-//!    all, then the version is installed and `G` becomes visible.
+//!    all, then the version is installed and `G` becomes visible. Once logged, `G` is
+//!    taken even if the edit fails (an empty batch at `G` changes nothing): a later
+//!    write logging `G` again would make recovery refuse the WAL.
 //!
 //! A crash before the edit is durable leaves unlisted files that the next open deletes;
 //! after it, all of them are in. Snapshots taken before see none of it (their seqno is
@@ -213,10 +216,15 @@ impl DbInner {
             fs.sync_dir(&self.dir)?;
             self.install_ingest(&staged, &names)
         });
-        if r.is_err() {
+        if let Err(e) = &r {
             for s in &staged {
                 self.sst_cache.evict(s.number);
-                let _ = fs.remove(&self.dir.join(sst_file_name(s.number)));
+                // A background error may mean the manifest holds the edit after all (its
+                // rewrite failed): the files stay, and the next open removes them if no
+                // version lists them.
+                if !matches!(e, Error::Background(_)) {
+                    let _ = fs.remove(&self.dir.join(sst_file_name(s.number)));
+                }
             }
         }
         r
@@ -264,61 +272,9 @@ impl DbInner {
                 return Err(Error::InvalidArgument("seqnos exhausted".into()));
             }
             self.log_seq_held(seq)?;
-            let mut vs = self.versions.lock();
-            let version = vs.current();
-            let mut edit = VersionEdit::default();
-            let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
-            let mut files = Vec::with_capacity(staged.len());
-            let now = self.opts.clock.now_micros();
-            for s in staged {
-                let info = s.checked()?;
-                let tree = version.keyspace(s.keyspace).ok_or_else(|| {
-                    Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace))
-                })?;
-                let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest);
-                let run = match run {
-                    Some(r) => r,
-                    None => *fresh_runs
-                        .entry((s.keyspace, level))
-                        .or_insert_with(|| vs.new_file_number()),
-                };
-                let meta = FileMeta {
-                    number: s.number,
-                    size: info.file_size,
-                    smallest: info.smallest.clone(),
-                    largest: info.largest.clone(),
-                    min_seq: seq,
-                    max_seq: seq,
-                    entries: info.entries,
-                    tombstones: info.deletes,
-                    range_tombstones: 0,
-                    oldest_tombstone_time: (info.deletes > 0).then_some(now),
-                    raw_bytes: info.raw_bytes,
-                    global_seq: Some(seq),
-                    pages: Default::default(),
-                    deletes_applied: 0,
-                };
-                // Opened (and checked once more) before the manifest names it.
-                self.sst_cache.get(meta.number, meta.global_seq)?;
-                files.push(IngestedFile {
-                    source: info.path.clone(),
-                    keyspace: names.get(&s.keyspace).cloned().unwrap_or_default(),
-                    number: s.number,
-                    level,
-                    entries: info.entries,
-                    bytes: info.file_size,
-                    linked: s.linked,
-                });
-                edit.new_files.push(NewFile {
-                    keyspace: s.keyspace,
-                    level,
-                    run,
-                    meta,
-                });
-            }
-            let v = vs.log_and_apply(edit)?;
-            self.install_version(v, None);
-            drop(vs);
+            // The WAL holds `seq` from here: it is taken even if the edit fails, or the
+            // next write would log it again and recovery would refuse the repeat.
+            let listed = self.list_ingested(staged, names, seq);
             // Readers see the files only from here on: their seqno was below `seq`.
             self.last_seq.store(seq, Ordering::Release);
             self.visible_seq.store(seq, Ordering::Release);
@@ -326,10 +282,70 @@ impl DbInner {
             self.bg_cv.notify_all();
             Ok(IngestReport {
                 global_seq: seq,
-                files,
+                files: listed?,
                 flushed_memtable,
             })
         })
+    }
+
+    /// Step 4 after the WAL record: one manifest edit lists every staged file at seqno
+    /// `seq`, and the version is installed.
+    fn list_ingested(&self, staged: &[Staged], names: &BTreeMap<u32, String>, seq: SeqNo) -> Result<Vec<IngestedFile>> {
+        let mut vs = self.versions.lock();
+        let version = vs.current();
+        let mut edit = VersionEdit::default();
+        let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        let mut files = Vec::with_capacity(staged.len());
+        let now = self.opts.clock.now_micros();
+        for s in staged {
+            let info = s.checked()?;
+            let tree = version
+                .keyspace(s.keyspace)
+                .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
+            let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest);
+            let run = match run {
+                Some(r) => r,
+                None => *fresh_runs
+                    .entry((s.keyspace, level))
+                    .or_insert_with(|| vs.new_file_number()),
+            };
+            let meta = FileMeta {
+                number: s.number,
+                size: info.file_size,
+                smallest: info.smallest.clone(),
+                largest: info.largest.clone(),
+                min_seq: seq,
+                max_seq: seq,
+                entries: info.entries,
+                tombstones: info.deletes,
+                range_tombstones: 0,
+                oldest_tombstone_time: (info.deletes > 0).then_some(now),
+                raw_bytes: info.raw_bytes,
+                global_seq: Some(seq),
+                pages: Default::default(),
+                deletes_applied: 0,
+            };
+            // Opened (and checked once more) before the manifest names it.
+            self.sst_cache.get(meta.number, meta.global_seq)?;
+            files.push(IngestedFile {
+                source: info.path.clone(),
+                keyspace: names.get(&s.keyspace).cloned().unwrap_or_default(),
+                number: s.number,
+                level,
+                entries: info.entries,
+                bytes: info.file_size,
+                linked: s.linked,
+            });
+            edit.new_files.push(NewFile {
+                keyspace: s.keyspace,
+                level,
+                run,
+                meta,
+            });
+        }
+        let v = vs.log_and_apply(edit)?;
+        self.install_version(v, None);
+        Ok(files)
     }
 
     /// Writes held: flushes every memtable if any holds a key (or range tombstone) of a
