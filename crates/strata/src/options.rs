@@ -157,6 +157,9 @@ pub struct Options {
     pub direct_reads: bool,
     /// How recovery treats damaged records in the WAL and the manifest.
     pub recovery_mode: RecoveryMode,
+    /// Start a fresh manifest (one record of the whole state) once the live one has
+    /// grown past this many bytes of edits, as RocksDB's `max_manifest_file_size`.
+    pub max_manifest_file_size: u64,
     /// Open without writing anything: no lock file is created (an existing `LOCK` is
     /// locked shared when it can be opened), no recovery flush, no new WAL or manifest,
     /// no file deleted. The WAL is replayed into memory; every write returns
@@ -167,6 +170,9 @@ pub struct Options {
     /// Clock (tests substitute a manual one).
     pub clock: Arc<dyn Clock>,
 }
+
+/// [`Options::max_manifest_file_size`] by default.
+pub(crate) const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -193,6 +199,7 @@ impl Default for Options {
             delete_persistence_threshold: None,
             tombstone_density_trigger: None,
             recovery_mode: RecoveryMode::default(),
+            max_manifest_file_size: DEFAULT_MAX_MANIFEST_FILE_SIZE,
             read_only: false,
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),

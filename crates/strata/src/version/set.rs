@@ -10,9 +10,6 @@ use super::{FileContext, Version, VersionEdit};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 
-/// Manifests are rewritten from a snapshot once they grow past this.
-const MANIFEST_ROLL_BYTES: u64 = 64 << 20;
-
 /// Owns the current version and the manifest. All changes go through
 /// [`VersionSet::log_and_apply`], which callers serialize with a mutex.
 pub struct VersionSet {
@@ -30,6 +27,9 @@ pub struct VersionSet {
     pub next_keyspace_id: u32,
     /// Opened read-only: every change is refused and no manifest is written.
     read_only: bool,
+    /// A fresh manifest is started once the live one grows past this
+    /// (`Options::max_manifest_file_size`).
+    pub max_manifest_bytes: u64,
 }
 
 impl VersionSet {
@@ -57,6 +57,7 @@ impl VersionSet {
             log_number: 0,
             next_keyspace_id: 0,
             read_only,
+            max_manifest_bytes: crate::options::DEFAULT_MAX_MANIFEST_FILE_SIZE,
         };
         let manifest_path = vs.ctx.dir.join(format!("MANIFEST-{number:06}"));
         for (i, e) in edits.iter().enumerate() {
@@ -84,6 +85,7 @@ impl VersionSet {
             log_number: 0,
             next_keyspace_id: 0,
             read_only: false,
+            max_manifest_bytes: crate::options::DEFAULT_MAX_MANIFEST_FILE_SIZE,
         }
     }
 
@@ -171,11 +173,19 @@ impl VersionSet {
             .current
             .apply(edit, &self.ctx)
             .map_err(|r| Error::InvalidArgument(format!("version edit does not apply: {r}")))?;
-        if self.manifest.as_ref().is_none_or(|m| m.size() > MANIFEST_ROLL_BYTES) {
+        if self
+            .manifest
+            .as_ref()
+            .is_none_or(|m| m.size() > self.max_manifest_bytes)
+        {
             // The snapshot must include this edit, so install first, then roll.
             let prev = std::mem::replace(&mut self.current, Arc::new(next));
             if let Err(e) = self.write_new_manifest() {
                 self.current = prev;
+                // CURRENT may name the new manifest, which holds the edit (a failure
+                // after the rename): appending to the old one would be lost at the next
+                // open. The caller starts a fresh one from the state before the edit.
+                self.manifest = None;
                 return Err(e);
             }
         } else {
