@@ -140,7 +140,13 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
             ));
         }
     }
-    match crate::version::manifest::read_current(fs.as_ref(), dir) {
+    // Under the version set's lock: a manifest roll renames CURRENT and removes the
+    // manifest it named, which would read here as a CURRENT naming a missing file.
+    let manifest = {
+        let _rolls = inner.versions.lock();
+        crate::version::manifest::read_current(fs.as_ref(), dir)
+    };
+    match manifest {
         Ok(Some((_, edits))) => out.manifest_edits = edits.len() as u64,
         Ok(None) => problems.push(format!("{}: missing", dir.join("CURRENT").display())),
         Err(e) => problems.push(e.to_string()),
