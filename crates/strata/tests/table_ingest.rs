@@ -158,9 +158,21 @@ fn bad_table_files_are_refused_and_nothing_changes() {
     let t = db.create_table(schema("eager")).unwrap();
     t.insert(row(100)).unwrap();
     let seq = db.last_seq();
+    let dir = tmp.path().join("db");
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files();
     let unchanged = |what: &str| {
         assert_eq!(db.last_seq(), seq, "{what}");
         assert_eq!(t.count().unwrap(), 1, "{what}");
+        // Files copied in before a refusal are removed.
+        assert_eq!(files(), before, "{what}");
         check_ok(&db, false);
     };
 
@@ -170,7 +182,7 @@ fn bad_table_files_are_refused_and_nothing_changes() {
     w.add(&[Value::U64(1), Value::from("x")]).unwrap();
     let f = w.finish().unwrap();
     match t.ingest(&f.dir, IngestOptions::default()) {
-        Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for"), "{m}"),
+        Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for") && m.contains("TABLE"), "{m}"),
         other => panic!("expected a schema mismatch, got {other:?}"),
     }
     unchanged("schema mismatch");
@@ -282,5 +294,152 @@ fn the_writers_format_options_reach_the_index_files() {
     t.ingest(&tuned.dir, IngestOptions::default()).unwrap();
     let want: Vec<u64> = (0..2000).filter(|id| id % 50 == 7).collect();
     assert_eq!(ids_by_age(&t, 7), want);
+    check_ok(&db, false);
+}
+
+/// The real file system, running a hook once, the first time a table file is created
+/// in the database directory after it was armed: an ingest's first staged copy.
+struct HookFs {
+    dir: std::path::PathBuf,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for HookFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookFs")
+    }
+}
+
+impl HookFs {
+    /// Arms `action` to run in a thread of its own while the ingest copies its first
+    /// file; the copy waits up to 10 s for it. Returns what came of it: `Some(Ok)` done
+    /// during the copy, `Some(Err)` failed, `None` still blocked after 10 s.
+    fn during_copy(
+        &self,
+        action: impl FnOnce() -> strata::Result<()> + Send + 'static,
+    ) -> std::sync::Arc<std::sync::Mutex<Option<Result<(), String>>>> {
+        let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let out = outcome.clone();
+        *self.hook.lock().unwrap() = Some(Box::new(move || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(action().map_err(|e| e.to_string()));
+            });
+            *out.lock().unwrap() = rx.recv_timeout(std::time::Duration::from_secs(10)).ok();
+        }));
+        outcome
+    }
+}
+
+impl strata::fs::FileSystem for HookFs {
+    fn create(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
+        if path.parent() == Some(self.dir.as_path()) && path.extension().is_some_and(|e| e == "sst") {
+            let hook = self.hook.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        strata::fs::RealFs.create(path)
+    }
+    fn open_append(&self, path: &Path) -> strata::Result<Box<dyn strata::fs::WritableFile>> {
+        strata::fs::RealFs.open_append(path)
+    }
+    fn open(&self, path: &Path) -> strata::Result<std::sync::Arc<dyn strata::fs::RandomAccessFile>> {
+        strata::fs::RealFs.open(path)
+    }
+    fn read_all(&self, path: &Path) -> strata::Result<Vec<u8>> {
+        strata::fs::RealFs.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        strata::fs::RealFs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> strata::Result<()> {
+        strata::fs::RealFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        strata::fs::RealFs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        strata::fs::RealFs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
+        strata::fs::RealFs.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        strata::fs::RealFs.exists(path)
+    }
+}
+
+/// A database on a `HookFs`, its empty eager table and files of rows 0..500 to ingest.
+fn hooked() -> (
+    tempfile::TempDir,
+    std::sync::Arc<HookFs>,
+    Db,
+    strata::table::Table,
+    TableFiles,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let fs = std::sync::Arc::new(HookFs {
+        dir: dir.clone(),
+        hook: std::sync::Mutex::new(None),
+    });
+    let db = Db::open(
+        &dir,
+        Options {
+            fs: fs.clone(),
+            ..small()
+        },
+    )
+    .unwrap();
+    let t = db.create_table(schema("eager")).unwrap();
+    let files = write(&schema("eager"), &tmp.path().join("load"), 0..500);
+    (tmp, fs, db, t, files)
+}
+
+/// The files are copied in without the table's DDL lock: a statement runs at once
+/// meanwhile. The checks against the table run after the copy, under the lock: a row
+/// inserted meanwhile with an ingested key refuses the ingest, and so does an index
+/// created meanwhile.
+#[test]
+fn statements_run_while_the_files_are_copied_in_and_the_checks_see_them() {
+    use strata::table::schema::IndexDef;
+
+    // A row of its own: in at once, beside the ingested ones.
+    let (_tmp, fs, db, t, files) = hooked();
+    let t2 = t.clone();
+    let outcome = fs.during_copy(move || t2.insert(row(1000)));
+    t.ingest(&files.dir, IngestOptions::default()).unwrap();
+    assert_eq!(
+        *outcome.lock().unwrap(),
+        Some(Ok(())),
+        "the insert waited for the ingest"
+    );
+    assert_eq!(t.count().unwrap(), 501);
+    assert_eq!(ids_by_age(&t, 0).len(), 11);
+    check_ok(&db, false);
+
+    // A row with an ingested key.
+    let (_tmp, fs, db, t, files) = hooked();
+    let t2 = t.clone();
+    let outcome = fs.during_copy(move || t2.insert(row(7)));
+    match t.ingest(&files.dir, IngestOptions::default()) {
+        Err(Error::Constraint(m)) => assert!(m.contains("already has a row"), "{m}"),
+        other => panic!("expected a constraint error, got {other:?}"),
+    }
+    assert_eq!(*outcome.lock().unwrap(), Some(Ok(())));
+    assert_eq!(t.count().unwrap(), 1);
+    check_ok(&db, false);
+
+    // An index created meanwhile.
+    let (_tmp, fs, db, t, files) = hooked();
+    let t2 = t.clone();
+    let outcome = fs.during_copy(move || t2.create_index(IndexDef::new("by_name", &["name"], false)));
+    match t.ingest(&files.dir, IngestOptions::default()) {
+        Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for"), "{m}"),
+        other => panic!("expected a schema mismatch, got {other:?}"),
+    }
+    assert_eq!(*outcome.lock().unwrap(), Some(Ok(())));
+    assert_eq!(t.count().unwrap(), 0);
     check_ok(&db, false);
 }

@@ -10,8 +10,11 @@
 //! may be held by a live row. Those checks read the table key by key only where it has
 //! entries in a file's key range.
 //!
-//! It holds the table's DDL lock exclusively, so no statement runs between the checks
-//! and the install, and no index is created or dropped meanwhile.
+//! The files are copied (or linked) and checked without the table's DDL lock, so
+//! statements go on meanwhile; the lock is taken exclusively once they are in the
+//! directory and held through the checks against the table and the install, so no
+//! statement runs between the two. A DDL that changed the table while the files were
+//! copied makes the ingest refuse them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,10 +39,14 @@ impl Table {
     /// `table::ingest` and `db::ingest`.
     pub fn ingest(&self, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
         let files = TableFiles::open(dir.as_ref())?;
-        let _ddl = self.tables()?.ddl.write();
+        let ddl = &self.tables()?.ddl;
         let rt = self.runtime()?;
         let layout = &rt.layout;
-        same_shape(&layout.schema, &files.schema)?;
+        same_shape(
+            &layout.schema,
+            &files.schema,
+            &dir.as_ref().join(super::writer::DESCRIPTOR),
+        )?;
         if let Some(ix) = layout.indexes.iter().find(|i| i.building) {
             return Err(Error::InvalidArgument(format!(
                 "index {:?} of table {:?} is being built: ingest after it is ready",
@@ -53,11 +60,30 @@ impl Table {
         }
         let expected: Vec<(String, u64, u64)> = paths.iter().map(|(w, _, n, c)| (w.clone(), *n, *c)).collect();
         let rows = files.rows;
+        let files_dir = dir.as_ref();
         let db = self.db.clone();
         let primary = layout.primary;
         let table = layout.name.clone();
-        let layout = layout.clone();
-        let check = move |infos: &[(u32, ExternalFileInfo)]| -> Result<()> {
+        let keyspaces: Vec<u32> = items.iter().map(|(ks, _)| *ks).collect();
+        // The DDL lock, taken by `check` once the files are in, held through the install.
+        let held = std::cell::RefCell::new(None);
+        let check = |infos: &[(u32, ExternalFileInfo)]| -> Result<()> {
+            *held.borrow_mut() = Some(ddl.write());
+            let layout = self.runtime()?.layout;
+            same_shape(
+                &layout.schema,
+                &files.schema,
+                &files_dir.join(super::writer::DESCRIPTOR),
+            )?;
+            let now_keyspaces: Vec<u32> = std::iter::once(layout.primary)
+                .chain(layout.indexes.iter().map(|i| i.keyspace))
+                .collect();
+            if now_keyspaces != keyspaces || layout.indexes.iter().any(|i| i.building) {
+                return Err(Error::SchemaMismatch(format!(
+                    "table {table:?} changed (an index created or dropped) while {} was copied in: ingest again",
+                    files_dir.display()
+                )));
+            }
             for ((_, info), (what, entries, crc)) in infos.iter().zip(&expected) {
                 if info.entries != *entries || info.entries != rows || info.digest != *crc || info.deletes > 0 {
                     return Err(Error::InvalidArgument(format!(
@@ -80,12 +106,15 @@ impl Table {
             }
             Ok(())
         };
-        self.db.ingest(items, &opts, &check)
+        let report = self.db.ingest(items, &opts, &check);
+        drop(held);
+        report
     }
 }
 
-/// The same fields, primary key and indexes (by name, fields and uniqueness).
-fn same_shape(table: &Schema, files: &Schema) -> Result<()> {
+/// The same fields, primary key and indexes (by name, fields and uniqueness); the
+/// error names the files' `descriptor`.
+fn same_shape(table: &Schema, files: &Schema, descriptor: &Path) -> Result<()> {
     let shape = |s: &Schema| {
         let fields: Vec<String> = s
             .fields
@@ -101,7 +130,8 @@ fn same_shape(table: &Schema, files: &Schema) -> Result<()> {
     };
     if shape(table) != shape(files) {
         return Err(Error::SchemaMismatch(format!(
-            "the files were built for `{files}`, the table is `{table}`"
+            "{}: the files were built for `{files}`, the table is `{table}`",
+            descriptor.display()
         )));
     }
     Ok(())
