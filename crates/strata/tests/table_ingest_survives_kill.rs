@@ -11,6 +11,8 @@
 //! own rows untouched either way), that `check` passes, and, when none went in, that
 //! the same files ingest cleanly now.
 //!
+//! Odd cycles hard-link the files instead of copying them (`IngestOptions::link_files`).
+//!
 //! Cycles: `STRATA_INGEST_CRASH_CYCLES` (default 12).
 
 #[path = "fault_harness/child.rs"]
@@ -33,6 +35,8 @@ use strata::{IngestOptions, Options};
 
 const CHILD_DIR_ENV: &str = "STRATA_INGEST_CRASH_CHILD_DIR";
 const CHILD_FILES_ENV: &str = "STRATA_INGEST_CRASH_CHILD_FILES";
+/// "link": the child hard-links the files.
+const CHILD_MODE_ENV: &str = "STRATA_INGEST_CRASH_CHILD_MODE";
 /// Rows ingested per cycle: enough that copying and checking the files takes a while.
 const ROWS: u64 = 10_000;
 /// Rows the database holds before the ingest (ids above the ingested ones).
@@ -73,8 +77,9 @@ fn ingest_crash_child() {
     let mut out = std::io::stdout().lock();
     writeln!(out, "READY").expect("stdout");
     out.flush().expect("stdout");
+    let link_files = std::env::var(CHILD_MODE_ENV).is_ok_and(|m| m == "link");
     let start = Instant::now();
-    t.ingest(&files, IngestOptions::default()).expect("child ingest");
+    t.ingest(&files, IngestOptions { link_files }).expect("child ingest");
     writeln!(out, "DONE {}", start.elapsed().as_micros()).expect("stdout");
     out.flush().expect("stdout");
     // Wait to be killed (or exit after a while if the parent is gone).
@@ -101,10 +106,15 @@ fn setup(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 
 /// Runs the child; kills it `delay` after READY (or lets it finish when `None`).
 /// Returns the ingest time the child reported, if it got that far.
-fn run_child(dir: &Path, files: &Path, delay: Option<Duration>) -> Option<u64> {
+fn run_child(dir: &Path, files: &Path, delay: Option<Duration>, link: bool) -> Option<u64> {
+    let mode = std::ffi::OsStr::new(if link { "link" } else { "copy" });
     let mut child = ChildRun::spawn(
         "ingest_crash_child",
-        &[(CHILD_DIR_ENV, dir.as_os_str()), (CHILD_FILES_ENV, files.as_os_str())],
+        &[
+            (CHILD_DIR_ENV, dir.as_os_str()),
+            (CHILD_FILES_ENV, files.as_os_str()),
+            (CHILD_MODE_ENV, mode),
+        ],
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut done = None;
@@ -198,7 +208,7 @@ fn a_killed_ingest_leaves_all_files_or_none() {
     // A first run to completion measures how long the ingest takes.
     let root = tempfile::tempdir().expect("tempdir");
     let (dir, files) = setup(root.path());
-    let micros = run_child(&dir, &files, None).expect("the unkilled child finishes");
+    let micros = run_child(&dir, &files, None, false).expect("the unkilled child finishes");
     assert!(verify(&dir, &files, true, "unkilled"));
     let span = micros * 3 / 2;
     let (mut all, mut none) = (0, 0);
@@ -206,8 +216,9 @@ fn a_killed_ingest_leaves_all_files_or_none() {
         let root = tempfile::tempdir().expect("tempdir");
         let (dir, files) = setup(root.path());
         let delay = Duration::from_micros(span * c / (cycles - 1).max(1));
-        let done = run_child(&dir, &files, Some(delay));
-        let ctx = format!("cycle {c}, killed {delay:?} after READY (ingest takes {micros} us)");
+        let link = c % 2 == 1;
+        let done = run_child(&dir, &files, Some(delay), link);
+        let ctx = format!("cycle {c} (link {link}), killed {delay:?} after READY (copying takes {micros} us)");
         if verify(&dir, &files, done.is_some(), &ctx) {
             all += 1;
         } else {
