@@ -19,6 +19,7 @@
 //! the first one. It only reads, so it is safe on a live database.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::DbInner;
@@ -140,13 +141,7 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
             ));
         }
     }
-    // Under the version set's lock: a manifest roll renames CURRENT and removes the
-    // manifest it named, which would read here as a CURRENT naming a missing file.
-    let manifest = {
-        let _rolls = inner.versions.lock();
-        crate::version::manifest::read_current(fs.as_ref(), dir)
-    };
-    match manifest {
+    match read_current_settled(fs.as_ref(), dir) {
         Ok(Some((_, edits))) => out.manifest_edits = edits.len() as u64,
         Ok(None) => problems.push(format!("{}: missing", dir.join("CURRENT").display())),
         Err(e) => problems.push(e.to_string()),
@@ -195,6 +190,26 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
 
 /// Reads every patched page of `table` from its patch file (no block cache): checksum,
 /// decoding, keys ascending and within the base page's fences (`sstable::patch`).
+/// `CURRENT` and the manifest it names, read again when `CURRENT` changed meanwhile: a
+/// manifest roll renames `CURRENT` and then removes the manifest it named, which would
+/// read as a `CURRENT` naming a missing file. (Not under the version set's lock, which
+/// writers take at every memtable switch, for the length of a manifest read.)
+fn read_current_settled(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &Path,
+) -> Result<Option<(u64, Vec<crate::version::VersionEdit>)>> {
+    let current = dir.join(crate::version::manifest::CURRENT_FILE_NAME);
+    let mut tries = 0;
+    loop {
+        let before = fs.read_all(&current).ok();
+        let r = crate::version::manifest::read_current(fs, dir);
+        tries += 1;
+        if r.is_ok() || tries == 3 || fs.read_all(&current).ok() == before {
+            return r;
+        }
+    }
+}
+
 fn verify_patches(
     fs: &dyn crate::fs::FileSystem,
     dir: &std::path::Path,
