@@ -33,6 +33,7 @@
 //! because no file of the level overlaps the range. Waiting for running jobs keeps a
 //! merge in progress from writing a file across the new one's range into the same run.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -143,8 +144,18 @@ impl Db {
     }
 }
 
-/// A caller's judgement of the checked files, `(keyspace id, what the file holds)`.
-pub(crate) type FilesCheck<'a> = dyn Fn(&[(u32, ExternalFileInfo)]) -> Result<()> + 'a;
+/// A file brought in and checked, on its way to the manifest.
+pub(crate) struct CheckedFile {
+    pub keyspace: u32,
+    /// What the file holds; its `path` names the source, for messages.
+    pub info: ExternalFileInfo,
+    /// Its copy (or link) in the database directory: what will be installed, and what
+    /// a caller's check reads (the source may change after the copy).
+    pub staged: PathBuf,
+}
+
+/// A caller's judgement of the checked files, in the caller's order.
+pub(crate) type FilesCheck<'a> = dyn Fn(&[CheckedFile]) -> Result<()> + 'a;
 
 /// A file on its way in: numbered, then copied (checked on the way) or linked and
 /// checked (`info`).
@@ -205,24 +216,34 @@ impl DbInner {
                 linked: false,
             });
         }
+        // Set when the manifest cannot tell whether it holds the edit (`list_ingested`).
+        let uncertain = Cell::new(false);
         let r = self.stage_all(opts, &mut staged).and_then(|()| {
             let infos: Vec<(u32, ExternalFileInfo)> = staged
                 .iter()
                 .filter_map(|s| s.info.clone().map(|i| (s.keyspace, i)))
                 .collect();
             check_disjoint(&infos, &names)?;
-            check(&infos)?;
+            let checked: Vec<CheckedFile> = staged
+                .iter()
+                .zip(infos)
+                .map(|(s, (keyspace, info))| CheckedFile {
+                    keyspace,
+                    info,
+                    staged: self.dir.join(sst_file_name(s.number)),
+                })
+                .collect();
+            check(&checked)?;
             // The new names must be durable before the manifest lists them.
             fs.sync_dir(&self.dir)?;
-            self.install_ingest(&staged, &names)
+            self.install_ingest(&staged, &names, &uncertain)
         });
-        if let Err(e) = &r {
+        if r.is_err() {
             for s in &staged {
                 self.sst_cache.evict(s.number);
-                // A background error may mean the manifest holds the edit after all (its
-                // rewrite failed): the files stay, and the next open removes them if no
-                // version lists them.
-                if !matches!(e, Error::Background(_)) {
+                // The manifest may hold the edit after all (its rewrite failed): the
+                // files stay, and the next open removes them if no version lists them.
+                if !uncertain.get() {
                     let _ = fs.remove(&self.dir.join(sst_file_name(s.number)));
                 }
             }
@@ -256,13 +277,21 @@ impl DbInner {
     }
 
     /// Steps 3 and 4 of the module docs.
-    fn install_ingest(&self, staged: &[Staged], names: &BTreeMap<u32, String>) -> Result<IngestReport> {
+    fn install_ingest(
+        &self,
+        staged: &[Staged],
+        names: &BTreeMap<u32, String>,
+        uncertain: &Cell<bool>,
+    ) -> Result<IngestReport> {
         self.with_writes_held(|| {
             let flushed_memtable = self.flush_overlapping_memtables(staged)?;
             let mut bg = self.bg.lock();
             loop {
                 bg.check()?;
-                if bg.compacting == 0 && !bg.flushing && bg.manual == 0 {
+                // Running jobs only, manual ones included (they count in `compacting`):
+                // not holds (`ManualHold`), whose holder may be waiting for the write
+                // queue this ingest leads.
+                if bg.compacting == 0 && !bg.flushing {
                     break;
                 }
                 self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
@@ -274,7 +303,7 @@ impl DbInner {
             self.log_seq_held(seq)?;
             // The WAL holds `seq` from here: it is taken even if the edit fails, or the
             // next write would log it again and recovery would refuse the repeat.
-            let listed = self.list_ingested(staged, names, seq);
+            let listed = self.list_ingested(staged, names, seq, uncertain);
             // Readers see the files only from here on: their seqno was below `seq`.
             self.last_seq.store(seq, Ordering::Release);
             self.visible_seq.store(seq, Ordering::Release);
@@ -289,8 +318,16 @@ impl DbInner {
     }
 
     /// Step 4 after the WAL record: one manifest edit lists every staged file at seqno
-    /// `seq`, and the version is installed.
-    fn list_ingested(&self, staged: &[Staged], names: &BTreeMap<u32, String>, seq: SeqNo) -> Result<Vec<IngestedFile>> {
+    /// `seq`, and the version is installed. Sets `uncertain` when the edit failed and the
+    /// manifest could not be rewritten without it (`Error::Background` from
+    /// `log_and_apply`): the edit may be on disk.
+    fn list_ingested(
+        &self,
+        staged: &[Staged],
+        names: &BTreeMap<u32, String>,
+        seq: SeqNo,
+        uncertain: &Cell<bool>,
+    ) -> Result<Vec<IngestedFile>> {
         let mut vs = self.versions.lock();
         let version = vs.current();
         let mut edit = VersionEdit::default();
@@ -343,7 +380,9 @@ impl DbInner {
                 meta,
             });
         }
-        let v = vs.log_and_apply(edit)?;
+        let v = vs
+            .log_and_apply(edit)
+            .inspect_err(|e| uncertain.set(matches!(e, Error::Background(_))))?;
         self.install_version(v, None);
         Ok(files)
     }
@@ -434,4 +473,39 @@ fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, Strin
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::db::ManualHold;
+    use crate::sstable::ExternalSstWriter;
+    use crate::{Db, IngestOptions, Options};
+
+    /// `check --compact-first` holds the background's picks and then flushes through
+    /// the write queue; an ingest leading the queue meanwhile must not wait for that
+    /// hold, or each waits for the other.
+    #[test]
+    fn an_ingest_does_not_wait_for_a_hold_on_the_background() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path().join("db"), Options::default()).unwrap();
+        let path = tmp.path().join("a.sst");
+        let mut w = ExternalSstWriter::create(&path).unwrap();
+        w.put(b"k", b"v").unwrap();
+        w.finish().unwrap();
+        let hold = ManualHold::new(db.inner());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let r = db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default());
+                let _ = tx.send(r.map(|_| ()));
+            });
+            let done = rx.recv_timeout(Duration::from_secs(10));
+            // Let a stuck ingest go before the scope joins it.
+            drop(hold);
+            assert!(matches!(done, Ok(Ok(()))), "{done:?}");
+        });
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
 }

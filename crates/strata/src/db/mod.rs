@@ -48,6 +48,7 @@ use crate::wal;
 pub(crate) use background::ManualHold;
 pub(crate) use extension::Extension;
 pub use files::LiveFile;
+pub(crate) use ingest::CheckedFile;
 pub use ingest::{IngestOptions, IngestReport, IngestedFile};
 pub(crate) use key_batch::KeyBatch;
 pub use keyspace::Keyspace;

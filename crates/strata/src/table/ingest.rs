@@ -24,11 +24,11 @@ use super::layout::{IndexLayout, Layout};
 use super::schema::Schema;
 use super::value::Value;
 use super::writer::TableFiles;
-use crate::db::{IngestOptions, IngestReport, Keyspace};
+use crate::db::{CheckedFile, IngestOptions, IngestReport, Keyspace};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::user_key;
-use crate::sstable::{ExternalFileInfo, Fill, SstReader};
+use crate::sstable::{Fill, SstReader};
 
 impl Table {
     /// Installs the files a [`TableWriter`](super::writer::TableWriter) wrote to `dir`
@@ -67,7 +67,7 @@ impl Table {
         let keyspaces: Vec<u32> = items.iter().map(|(ks, _)| *ks).collect();
         // The DDL lock, taken by `check` once the files are in, held through the install.
         let held = std::cell::RefCell::new(None);
-        let check = |infos: &[(u32, ExternalFileInfo)]| -> Result<()> {
+        let check = |infos: &[CheckedFile]| -> Result<()> {
             *held.borrow_mut() = Some(ddl.write());
             let layout = self.runtime()?.layout;
             same_shape(
@@ -84,7 +84,7 @@ impl Table {
                     files_dir.display()
                 )));
             }
-            for ((_, info), (what, entries, crc)) in infos.iter().zip(&expected) {
+            for (CheckedFile { info, .. }, (what, entries, crc)) in infos.iter().zip(&expected) {
                 if info.entries != *entries || info.entries != rows || info.digest != *crc || info.deletes > 0 {
                     return Err(Error::InvalidArgument(format!(
                         "{}: the {what} file holds {} entries with digest {:016x}; the descriptor says {entries} \
@@ -95,13 +95,13 @@ impl Table {
                     )));
                 }
             }
-            let Some((_, pinfo)) = infos.first() else {
+            let Some(pfile) = infos.first() else {
                 return Ok(());
             };
-            refuse_existing_rows(&db, primary, pinfo, &table)?;
-            for (ks, info) in infos.iter().skip(1) {
-                if let Some(ix) = layout.indexes.iter().find(|i| i.unique && i.keyspace == *ks) {
-                    refuse_unique_duplicates(&db, &layout, ix, info)?;
+            refuse_existing_rows(&db, primary, pfile, &table)?;
+            for f in infos.iter().skip(1) {
+                if let Some(ix) = layout.indexes.iter().find(|i| i.unique && i.keyspace == f.keyspace) {
+                    refuse_unique_duplicates(&db, &layout, ix, f)?;
                 }
             }
             Ok(())
@@ -149,17 +149,13 @@ fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> 
 
 /// Insert semantics: refuses the ingest if a primary key of the file exists in the table.
 /// Reads the table key by key only when it has rows in the file's range.
-fn refuse_existing_rows(
-    db: &Arc<crate::db::DbInner>,
-    primary: u32,
-    info: &ExternalFileInfo,
-    table: &str,
-) -> Result<()> {
+fn refuse_existing_rows(db: &Arc<crate::db::DbInner>, primary: u32, file: &CheckedFile, table: &str) -> Result<()> {
+    let info = &file.info;
     if !has_live_key(db, primary, &info.smallest, &info.largest)? {
         return Ok(());
     }
     let keyspace = Keyspace::unnamed(db.clone(), primary);
-    let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
+    let reader = Arc::new(SstReader::open(db.opts.fs.open(&file.staged)?, 0, None)?);
     let mut it = reader.iter_with(Fill::Bypass);
     it.seek_to_first()?;
     while it.valid() {
@@ -183,14 +179,15 @@ fn refuse_unique_duplicates(
     db: &Arc<crate::db::DbInner>,
     layout: &Layout,
     ix: &IndexLayout,
-    info: &ExternalFileInfo,
+    file: &CheckedFile,
 ) -> Result<()> {
+    let info = &file.info;
     if !has_live_key(db, ix.keyspace, &info.smallest, &info.largest)? {
         return Ok(());
     }
     let index = Keyspace::unnamed(db.clone(), ix.keyspace);
     let primary = Keyspace::unnamed(db.clone(), layout.primary);
-    let reader = Arc::new(SstReader::open(db.opts.fs.open(&info.path)?, 0, None)?);
+    let reader = Arc::new(SstReader::open(db.opts.fs.open(&file.staged)?, 0, None)?);
     let mut it = reader.iter_with(Fill::Bypass);
     it.seek_to_first()?;
     while it.valid() {
