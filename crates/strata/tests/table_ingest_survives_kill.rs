@@ -210,15 +210,21 @@ fn a_killed_ingest_leaves_all_files_or_none() {
     let (dir, files) = setup(root.path());
     let micros = run_child(&dir, &files, None, false).expect("the unkilled child finishes");
     assert!(verify(&dir, &files, true, "unkilled"));
-    let span = micros * 3 / 2;
+    let root = tempfile::tempdir().expect("tempdir");
+    let (dir, files) = setup(root.path());
+    let link_micros = run_child(&dir, &files, None, true).expect("the unkilled child finishes");
+    assert!(verify(&dir, &files, true, "unkilled, linking"));
+    // Each mode's kills step through its own ingest time.
+    let span = |link: bool| (if link { link_micros } else { micros }) * 3 / 2;
     let (mut all, mut none) = (0, 0);
     for c in 0..cycles {
         let root = tempfile::tempdir().expect("tempdir");
         let (dir, files) = setup(root.path());
-        let delay = Duration::from_micros(span * c / (cycles - 1).max(1));
         let link = c % 2 == 1;
+        let delay = Duration::from_micros(span(link) * c / (cycles - 1).max(1));
         let done = run_child(&dir, &files, Some(delay), link);
-        let ctx = format!("cycle {c} (link {link}), killed {delay:?} after READY (copying takes {micros} us)");
+        let ctx =
+            format!("cycle {c} (link {link}), killed {delay:?} after READY (copy {micros} us, link {link_micros} us)");
         if verify(&dir, &files, done.is_some(), &ctx) {
             all += 1;
         } else {
