@@ -34,6 +34,7 @@ pub const NAMES: &[&str] = &[
     "tombstone_density_trigger",
     "direct_reads",
     "recovery_mode",
+    "max_manifest_file_size",
     "read_only",
 ];
 
@@ -84,6 +85,7 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
             }
             "direct_reads" => o.direct_reads = flag()?,
             "recovery_mode" => o.recovery_mode = choice(&text()?, RECOVERY_MODES).map_err(|e| bad(&e))?,
+            "max_manifest_file_size" => o.max_manifest_file_size = int()? as u64,
             "read_only" => o.read_only = flag()?,
             _ => {
                 return Err(PyTypeError::new_err(format!(

@@ -3,6 +3,9 @@ reopen, options, stats."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 import strata
@@ -192,6 +195,21 @@ def test_options_are_checked(path: str) -> None:
         db[b"k"] = b"v"
         assert db.stats()["wal_syncs"] >= 1
     assert "memtable_budget" in strata.OPTIONS
+
+
+def test_max_manifest_file_size_rolls_the_manifest(tmp_path: Path) -> None:
+    def edits(**options: Any) -> int:
+        with strata.open(str(tmp_path / str(len(options))), **options) as db:
+            for i in range(5):
+                db[b"k%d" % i] = b"v"
+                db.flush()
+            n: int = db.check()["files"]["manifest_edits"]
+            assert db[b"k4"] == b"v"
+        return n
+
+    # Each edit starts a fresh manifest holding the whole state in one record.
+    assert edits(max_manifest_file_size=1) == 1
+    assert edits() > 1
 
 
 def test_read_only_refuses_writes(path: str) -> None:
