@@ -226,11 +226,12 @@ impl DbInner {
             check_disjoint(&infos, &names)?;
             let checked: Vec<CheckedFile> = staged
                 .iter()
-                .zip(infos)
-                .map(|(s, (keyspace, info))| CheckedFile {
-                    keyspace,
-                    info,
-                    staged: self.dir.join(sst_file_name(s.number)),
+                .filter_map(|s| {
+                    s.info.clone().map(|info| CheckedFile {
+                        keyspace: s.keyspace,
+                        info,
+                        staged: self.dir.join(sst_file_name(s.number)),
+                    })
                 })
                 .collect();
             check(&checked)?;

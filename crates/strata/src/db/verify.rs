@@ -188,8 +188,6 @@ pub(crate) fn verify_files(inner: &Arc<DbInner>, problems: &mut Vec<String>) -> 
     Ok(out)
 }
 
-/// Reads every patched page of `table` from its patch file (no block cache): checksum,
-/// decoding, keys ascending and within the base page's fences (`sstable::patch`).
 /// `CURRENT` and the manifest it names, read again when `CURRENT` changed meanwhile: a
 /// manifest roll renames `CURRENT` and then removes the manifest it named, which would
 /// read as a `CURRENT` naming a missing file. (Not under the version set's lock, which
@@ -204,12 +202,14 @@ fn read_current_settled(
         let before = fs.read_all(&current).ok();
         let r = crate::version::manifest::read_current(fs, dir);
         tries += 1;
-        if r.is_ok() || tries == 3 || fs.read_all(&current).ok() == before {
+        if r.is_ok() || tries == 10 || fs.read_all(&current).ok() == before {
             return r;
         }
     }
 }
 
+/// Reads every patched page of `table` from its patch file (no block cache): checksum,
+/// decoding, keys ascending and within the base page's fences (`sstable::patch`).
 fn verify_patches(
     fs: &dyn crate::fs::FileSystem,
     dir: &std::path::Path,

@@ -28,7 +28,9 @@ use crate::error::Result;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckOptions {
     /// Flush and compact everything first, then also verify that secondary indexes hold
-    /// exactly one entry per live row.
+    /// exactly one entry per live row. That count compares the files with the rows at
+    /// the check's snapshot, so it expects no concurrent writes or ingests: their
+    /// entries, flushed or ingested meanwhile, would be counted without their rows.
     pub compact_first: bool,
 }
 
@@ -106,7 +108,8 @@ impl std::fmt::Display for CheckReport {
 pub fn check(db: &Db, opts: CheckOptions) -> Result<CheckReport> {
     let inner = db.inner().clone();
     // Counted as a manual compaction for the whole check, so that no background round
-    // slips new files in between the full compaction and the counting of its result.
+    // slips new files in between the full compaction and the counting of its result
+    // (writes and ingests are the caller's to hold off: `CheckOptions::compact_first`).
     let _hold = opts.compact_first.then(|| ManualHold::new(&inner));
     if opts.compact_first {
         db.compact_range()?;
