@@ -10,9 +10,11 @@
 //!    file per core;
 //! 2. the files for one keyspace must not overlap each other, the caller's check runs,
 //!    and the directory is synced;
-//! 3. with writes held (this call leads the write queue), memtables that overlap a file
-//!    are flushed, running flushes and compactions are waited for, and no new one
-//!    starts until the edit is in;
+//! 3. running flushes and compactions are waited for while writes go on; then, with
+//!    writes held (this call leads the write queue), memtables that overlap a file are
+//!    flushed, and if a job runs again the ingest lets writes go and waits once more (a
+//!    few times, then it waits with writes held); no new job starts until the edit is
+//!    in;
 //! 4. the ingest takes one seqno `G` above every write so far (logged in the WAL as an
 //!    empty batch, so the log's seqnos stay contiguous), and every file is listed
 //!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
@@ -39,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Db, DbInner, Keyspace, RESERVED_PREFIX};
+use super::{BgState, Db, DbInner, Keyspace, RESERVED_PREFIX};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, SeqNo, seek_key, user_key};
@@ -143,6 +145,10 @@ impl Db {
         self.inner().ingest(items, &opts, &|_| Ok(()))
     }
 }
+
+/// How many times an ingest that finds a job running once it leads the write queue
+/// lets writes go on while it waits again (`DbInner::install_ingest`).
+const PATIENT_AFTER: usize = 3;
 
 /// A file brought in and checked, on its way to the manifest.
 pub(crate) struct CheckedFile {
@@ -284,38 +290,67 @@ impl DbInner {
         names: &BTreeMap<u32, String>,
         uncertain: &Cell<bool>,
     ) -> Result<IngestReport> {
-        self.with_writes_held(|| {
-            let flushed_memtable = self.flush_overlapping_memtables(staged)?;
-            let mut bg = self.bg.lock();
-            loop {
-                bg.check()?;
-                // Running jobs only, manual ones included (they count in `compacting`):
-                // not holds (`ManualHold`), whose holder may be waiting for the write
-                // queue this ingest leads.
-                if bg.compacting == 0 && !bg.flushing {
-                    break;
+        let mut flushed_memtable = false;
+        let mut tries = 0;
+        loop {
+            // Running jobs are waited for with writes flowing; a job that starts before
+            // this ingest leads the queue sends it back here, up to `PATIENT_AFTER`
+            // times, then it waits for the job with writes held.
+            self.wait_for_jobs()?;
+            tries += 1;
+            let patient = tries > PATIENT_AFTER;
+            let done = self.with_writes_held(|| {
+                flushed_memtable |= self.flush_overlapping_memtables(staged)?;
+                let mut bg = self.bg.lock();
+                if !self.wait_for_jobs_locked(&mut bg, patient)? {
+                    return Ok(None);
                 }
-                self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
+                let seq = self.last_seq.load(Ordering::Acquire) + 1;
+                if seq > MAX_SEQNO {
+                    return Err(Error::InvalidArgument("seqnos exhausted".into()));
+                }
+                self.log_seq_held(seq)?;
+                // The WAL holds `seq` from here: it is taken even if the edit fails, or
+                // the next write would log it again and recovery would refuse the repeat.
+                let listed = self.list_ingested(staged, names, seq, uncertain);
+                // Readers see the files only from here on: their seqno was below `seq`.
+                self.last_seq.store(seq, Ordering::Release);
+                self.visible_seq.store(seq, Ordering::Release);
+                drop(bg);
+                self.bg_cv.notify_all();
+                Ok(Some(IngestReport {
+                    global_seq: seq,
+                    files: listed?,
+                    flushed_memtable,
+                }))
+            })?;
+            if let Some(report) = done {
+                return Ok(report);
             }
-            let seq = self.last_seq.load(Ordering::Acquire) + 1;
-            if seq > MAX_SEQNO {
-                return Err(Error::InvalidArgument("seqnos exhausted".into()));
+        }
+    }
+
+    /// Waits until no flush or compaction runs, manual ones included (they count in
+    /// `compacting`), but not for holds (`ManualHold`), whose holder may be waiting for
+    /// the write queue an ingest leads.
+    fn wait_for_jobs(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        self.wait_for_jobs_locked(&mut bg, true).map(|_| ())
+    }
+
+    /// [`wait_for_jobs`](Self::wait_for_jobs) under `bg`'s lock; when not `patient`,
+    /// returns `false` at once if a job runs, `true` when none does.
+    fn wait_for_jobs_locked(&self, bg: &mut parking_lot::MutexGuard<'_, BgState>, patient: bool) -> Result<bool> {
+        loop {
+            bg.check()?;
+            if bg.compacting == 0 && !bg.flushing {
+                return Ok(true);
             }
-            self.log_seq_held(seq)?;
-            // The WAL holds `seq` from here: it is taken even if the edit fails, or the
-            // next write would log it again and recovery would refuse the repeat.
-            let listed = self.list_ingested(staged, names, seq, uncertain);
-            // Readers see the files only from here on: their seqno was below `seq`.
-            self.last_seq.store(seq, Ordering::Release);
-            self.visible_seq.store(seq, Ordering::Release);
-            drop(bg);
-            self.bg_cv.notify_all();
-            Ok(IngestReport {
-                global_seq: seq,
-                files: listed?,
-                flushed_memtable,
-            })
-        })
+            if !patient {
+                return Ok(false);
+            }
+            self.bg_cv.wait_for(bg, Duration::from_millis(20));
+        }
     }
 
     /// Step 4 after the WAL record: one manifest edit lists every staged file at seqno
@@ -483,6 +518,54 @@ mod tests {
     use crate::db::ManualHold;
     use crate::sstable::ExternalSstWriter;
     use crate::{Db, IngestOptions, Options};
+
+    /// An ingest waits for a running job with writes flowing: a write goes through
+    /// meanwhile, and the ingest finishes once the job does.
+    #[test]
+    fn writes_go_on_while_an_ingest_waits_for_a_running_job() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path().join("db"), Options::default()).unwrap();
+        let path = tmp.path().join("a.sst");
+        let mut w = ExternalSstWriter::create(&path).unwrap();
+        w.put(b"k", b"v").unwrap();
+        w.finish().unwrap();
+        let job = |running: bool| {
+            let mut bg = db.inner().bg.lock();
+            if running {
+                bg.compacting += 1;
+            } else {
+                bg.compacting -= 1;
+            }
+            drop(bg);
+            db.inner().bg_cv.notify_all();
+        };
+        job(true);
+        let (ingested_tx, ingested) = std::sync::mpsc::channel();
+        let (written_tx, written) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let r = db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default());
+                let _ = ingested_tx.send(r.map(|_| ()));
+            });
+            // Give the ingest time to reach its wait.
+            std::thread::sleep(Duration::from_millis(200));
+            s.spawn(|| {
+                let _ = written_tx.send(db.put(b"w", b"1"));
+            });
+            let wrote = written.recv_timeout(Duration::from_secs(10));
+            let waited = ingested.try_recv().is_err();
+            job(false);
+            assert!(
+                matches!(wrote, Ok(Ok(()))),
+                "the write waited for the ingest: {wrote:?}"
+            );
+            assert!(waited, "the ingest did not wait for the running job");
+            let done = ingested.recv_timeout(Duration::from_secs(10));
+            assert!(matches!(done, Ok(Ok(()))), "{done:?}");
+        });
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        assert_eq!(db.get(b"w").unwrap().as_deref(), Some(&b"1"[..]));
+    }
 
     /// `check --compact-first` holds the background's picks and then flushes through
     /// the write queue; an ingest leading the queue meanwhile must not wait for that
