@@ -240,6 +240,9 @@ impl DbInner {
                     })
                 })
                 .collect();
+            // Before the caller's check, which may hold its own writers off (a table's
+            // DDL lock) until the install: running jobs are waited for with them flowing.
+            self.wait_for_jobs()?;
             check(&checked)?;
             // The new names must be durable before the manifest lists them.
             fs.sync_dir(&self.dir)?;
