@@ -76,6 +76,54 @@ fn dir_listing(dir: &Path) -> Vec<String> {
     v
 }
 
+/// Asserts that `check` finds nothing wrong with `db`; `ctx` says which case.
+fn check_ok(db: &Db, ctx: &str) {
+    let report = db.check(Default::default()).unwrap();
+    assert!(report.ok(), "{ctx}: {:?}", report.problems);
+}
+
+/// A database (`opts` on a fault-injecting file system whose faults follow `seed`, a
+/// sync at every batch) holding keys 0..10, and beside it an external file of keys
+/// 100..200 ("a:{i}"). The database is opened by `open`, so that a test can drop it
+/// before a crash.
+struct Faulty {
+    _tmp: tempfile::TempDir,
+    fs: std::sync::Arc<FaultyFs>,
+    opts: Options,
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl Faulty {
+    fn new(seed: u64, opts: Options) -> Faulty {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new(seed);
+        let opts = Options {
+            fs: fs.clone(),
+            sync: SyncPolicy::EveryBatch,
+            ..opts
+        };
+        let dir = tmp.path().join("db");
+        let file = external(tmp.path(), "a.sst", 100..200, "a");
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        for i in 0..10 {
+            db.put(&key(i), b"before").unwrap();
+        }
+        db.close().unwrap();
+        Faulty {
+            _tmp: tmp,
+            fs,
+            opts,
+            dir,
+            file,
+        }
+    }
+
+    fn open(&self) -> Db {
+        Db::open(&self.dir, self.opts.clone()).unwrap()
+    }
+}
+
 #[test]
 fn an_ingest_takes_one_seqno_above_every_write_and_old_snapshots_do_not_see_it() {
     let (tmp, db) = small_db();
@@ -415,47 +463,35 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_changes() {
 /// seqno: the next write logs the one after it, and the WAL replays after a crash.
 #[test]
 fn a_failed_manifest_edit_still_takes_the_ingests_seqno() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fs = FaultyFs::new(1);
-    let opts = Options {
-        fs: fs.clone(),
-        sync: SyncPolicy::EveryBatch,
-        ..small()
-    };
-    let dbdir = tmp.path().join("db");
-    let path = external(tmp.path(), "a.sst", 100..200, "a");
+    let f = Faulty::new(1, small());
     {
-        let db = Db::open(&dbdir, opts.clone()).unwrap();
-        for i in 0..10 {
-            db.put(&key(i), b"before").unwrap();
-        }
-        let files = dir_listing(&dbdir);
+        let db = f.open();
+        let files = dir_listing(&f.dir);
         let before = db.last_seq();
-        fs.state()
+        f.fs.state()
             .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Append, Fault::Error).times(1));
         let err = db
-            .ingest(&db.default_keyspace(), &[&path], IngestOptions::default())
+            .ingest(&db.default_keyspace(), &[&f.file], IngestOptions::default())
             .unwrap_err();
         assert!(!matches!(err, Error::Background(_)), "{err}");
-        fs.state().clear();
+        f.fs.state().clear();
         assert_eq!(get(&db, 150), None);
         assert_eq!(db.last_seq(), before + 1, "the logged seqno is taken");
         db.put(&key(50), b"after").unwrap();
         assert_eq!(db.last_seq(), before + 2);
         // The staged file is gone; the manifest was rewritten without the edit.
         let sst = |v: &[String]| v.iter().filter(|n| n.ends_with(".sst")).cloned().collect::<Vec<_>>();
-        assert_eq!(sst(&dir_listing(&dbdir)), sst(&files));
-        fs.state().power_off();
+        assert_eq!(sst(&dir_listing(&f.dir)), sst(&files));
+        f.fs.state().power_off();
         drop(db);
     }
-    fs.state().crash(CrashMode::LoseUnsyncedData);
-    fs.state().clear();
-    let db = Db::open(&dbdir, opts).unwrap();
+    f.fs.state().crash(CrashMode::LoseUnsyncedData);
+    f.fs.state().clear();
+    let db = f.open();
     assert_eq!(get(&db, 50).as_deref(), Some("after"));
     assert_eq!(get(&db, 150), None);
     assert_eq!(db.scan(..).unwrap().count(), 11);
-    let report = db.check(Default::default()).unwrap();
-    assert!(report.ok(), "{:?}", report.problems);
+    check_ok(&db, "after the crash");
 }
 
 /// When the manifest cannot be rewritten after a failed edit, the edit may be on disk
@@ -463,38 +499,26 @@ fn a_failed_manifest_edit_still_takes_the_ingests_seqno() {
 /// edit's bytes did reach the manifest) or sweeps them.
 #[test]
 fn an_ingest_whose_edit_may_be_on_disk_keeps_its_files() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fs = FaultyFs::new(1);
-    let opts = Options {
-        fs: fs.clone(),
-        sync: SyncPolicy::EveryBatch,
-        ..small()
-    };
-    let dbdir = tmp.path().join("db");
-    let path = external(tmp.path(), "a.sst", 100..200, "a");
+    let f = Faulty::new(1, small());
     {
-        let db = Db::open(&dbdir, opts.clone()).unwrap();
-        for i in 0..10 {
-            db.put(&key(i), b"before").unwrap();
-        }
+        let db = f.open();
         // The edit is written but its sync fails, and so does the fresh manifest.
-        fs.state()
+        f.fs.state()
             .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Sync, Fault::Error).times(1));
-        fs.state()
+        f.fs.state()
             .arm(FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Create, Fault::Error).times(1));
         let err = db
-            .ingest(&db.default_keyspace(), &[&path], IngestOptions::default())
+            .ingest(&db.default_keyspace(), &[&f.file], IngestOptions::default())
             .unwrap_err();
         assert!(matches!(err, Error::Background(_)), "{err}");
-        fs.state().power_off();
+        f.fs.state().power_off();
         drop(db);
     }
     // No crash: what was written stays, as when the kernel wrote it back in time.
-    let db = Db::open(&dbdir, small()).unwrap();
+    let db = Db::open(&f.dir, small()).unwrap();
     assert_eq!(get(&db, 150).as_deref(), Some("a:150"));
     assert_eq!(db.scan(..).unwrap().count(), 110);
-    let report = db.check(Default::default()).unwrap();
-    assert!(report.ok(), "{:?}", report.problems);
+    check_ok(&db, "reopened");
 }
 
 /// A directory sync that fails during an ingest whose edit starts a fresh manifest
@@ -506,38 +530,32 @@ fn a_failed_directory_sync_while_the_manifest_rolls_leaves_the_ingest_all_in_or_
     let (mut outcomes, mut failed) = ([0usize; 2], 0);
     for at in 0..6 {
         for mode in [CrashMode::LoseUnsyncedData, CrashMode::LoseUnsyncedDirEntries] {
-            let tmp = tempfile::tempdir().unwrap();
-            let fs = FaultyFs::new(at);
-            let opts = Options {
-                fs: fs.clone(),
-                sync: SyncPolicy::EveryBatch,
-                max_manifest_file_size: 1,
-                ..small()
-            };
-            let dbdir = tmp.path().join("db");
-            let path = external(tmp.path(), "a.sst", 100..200, "a");
+            let f = Faulty::new(
+                at,
+                Options {
+                    max_manifest_file_size: 1,
+                    ..small()
+                },
+            );
             {
-                let db = Db::open(&dbdir, opts.clone()).unwrap();
-                for i in 0..10 {
-                    db.put(&key(i), b"before").unwrap();
-                }
-                fs.state().arm(
+                let db = f.open();
+                f.fs.state().arm(
                     FaultSpec::new(Target::Any, Op::SyncDir, Fault::Error)
                         .after(at)
                         .times(1),
                 );
-                let r = db.ingest(&db.default_keyspace(), &[&path], IngestOptions::default());
-                fs.state().clear();
+                let r = db.ingest(&db.default_keyspace(), &[&f.file], IngestOptions::default());
+                f.fs.state().clear();
                 if r.is_err() {
                     failed += 1;
                     db.put(&key(50), b"after").unwrap();
                 }
-                fs.state().power_off();
+                f.fs.state().power_off();
                 drop(db);
             }
-            fs.state().crash(mode);
-            fs.state().clear();
-            let db = Db::open(&dbdir, opts).unwrap_or_else(|e| panic!("sync_dir #{at}, {mode:?}: {e}"));
+            f.fs.state().crash(mode);
+            f.fs.state().clear();
+            let db = Db::open(&f.dir, f.opts.clone()).unwrap_or_else(|e| panic!("sync_dir #{at}, {mode:?}: {e}"));
             let ingested = get(&db, 150).as_deref() == Some("a:150");
             assert_eq!(
                 db.scan(..).unwrap().count(),
@@ -547,8 +565,7 @@ fn a_failed_directory_sync_while_the_manifest_rolls_leaves_the_ingest_all_in_or_
             for i in 0..10 {
                 assert!(get(&db, i).is_some(), "#{at} {mode:?}: acknowledged key {i} lost");
             }
-            let report = db.check(Default::default()).unwrap();
-            assert!(report.ok(), "#{at} {mode:?}: {:?}", report.problems);
+            check_ok(&db, &format!("#{at} {mode:?}"));
             outcomes[usize::from(ingested)] += 1;
         }
     }
@@ -613,8 +630,7 @@ fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
         assert_eq!(db.scan(..).unwrap().count(), 50);
         assert_eq!(other.scan(..).unwrap().count(), 0);
     }
-    let report = db.check(Default::default()).unwrap();
-    assert!(report.ok(), "{:?}", report.problems);
+    check_ok(&db, &format!("{op:?} #{at}"));
     in_a
 }
 

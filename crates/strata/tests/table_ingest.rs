@@ -370,14 +370,19 @@ impl strata::fs::FileSystem for HookFs {
     }
 }
 
-/// A database on a `HookFs`, its empty eager table and files of rows 0..500 to ingest.
-fn hooked() -> (
-    tempfile::TempDir,
-    std::sync::Arc<HookFs>,
-    Db,
-    strata::table::Table,
-    TableFiles,
-) {
+/// A database on a `HookFs` with an empty eager table, and files of rows 0..500 for it.
+struct Hooked {
+    _tmp: tempfile::TempDir,
+    db: Db,
+    t: strata::table::Table,
+    files: TableFiles,
+}
+
+/// Ingests a fresh `Hooked` table's files while `action` runs on the table during the
+/// copy, and asserts that it ran then (not held off until the install).
+fn ingest_while(
+    action: impl FnOnce(strata::table::Table) -> strata::Result<()> + Send + 'static,
+) -> (strata::Result<strata::IngestReport>, Hooked) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let fs = std::sync::Arc::new(HookFs {
@@ -394,7 +399,23 @@ fn hooked() -> (
     .unwrap();
     let t = db.create_table(schema("eager")).unwrap();
     let files = write(&schema("eager"), &tmp.path().join("load"), 0..500);
-    (tmp, fs, db, t, files)
+    let t2 = t.clone();
+    let outcome = fs.during_copy(move || action(t2));
+    let r = t.ingest(&files.dir, IngestOptions::default());
+    assert_eq!(
+        *outcome.lock().unwrap(),
+        Some(Ok(())),
+        "the statement waited for the ingest"
+    );
+    (
+        r,
+        Hooked {
+            _tmp: tmp,
+            db,
+            t,
+            files,
+        },
+    )
 }
 
 /// The files are copied in without the table's DDL lock: a statement runs at once
@@ -406,61 +427,45 @@ fn statements_run_while_the_files_are_copied_in_and_the_checks_see_them() {
     use strata::table::schema::IndexDef;
 
     // A row of its own: in at once, beside the ingested ones.
-    let (_tmp, fs, db, t, files) = hooked();
-    let t2 = t.clone();
-    let outcome = fs.during_copy(move || t2.insert(row(1000)));
-    t.ingest(&files.dir, IngestOptions::default()).unwrap();
-    assert_eq!(
-        *outcome.lock().unwrap(),
-        Some(Ok(())),
-        "the insert waited for the ingest"
-    );
-    assert_eq!(t.count().unwrap(), 501);
-    assert_eq!(ids_by_age(&t, 0).len(), 11);
-    check_ok(&db, false);
+    let (r, h) = ingest_while(|t| t.insert(row(1000)));
+    r.unwrap();
+    assert_eq!(h.t.count().unwrap(), 501);
+    assert_eq!(ids_by_age(&h.t, 0).len(), 11);
+    check_ok(&h.db, false);
 
     // A row with an ingested key.
-    let (_tmp, fs, db, t, files) = hooked();
-    let t2 = t.clone();
-    let outcome = fs.during_copy(move || t2.insert(row(7)));
-    match t.ingest(&files.dir, IngestOptions::default()) {
+    let (r, h) = ingest_while(|t| t.insert(row(7)));
+    match r {
         Err(Error::Constraint(m)) => assert!(m.contains("already has a row"), "{m}"),
         other => panic!("expected a constraint error, got {other:?}"),
     }
-    assert_eq!(*outcome.lock().unwrap(), Some(Ok(())));
-    assert_eq!(t.count().unwrap(), 1);
-    check_ok(&db, false);
+    assert_eq!(h.t.count().unwrap(), 1);
+    check_ok(&h.db, false);
 
     // An index created meanwhile.
-    let (_tmp, fs, db, t, files) = hooked();
-    let t2 = t.clone();
-    let outcome = fs.during_copy(move || t2.create_index(IndexDef::new("by_name", &["name"], false)));
-    match t.ingest(&files.dir, IngestOptions::default()) {
+    let (r, h) = ingest_while(|t| t.create_index(IndexDef::new("by_name", &["name"], false)));
+    match r {
         Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for"), "{m}"),
         other => panic!("expected a schema mismatch, got {other:?}"),
     }
-    assert_eq!(*outcome.lock().unwrap(), Some(Ok(())));
-    assert_eq!(t.count().unwrap(), 0);
-    check_ok(&db, false);
+    assert_eq!(h.t.count().unwrap(), 0);
+    check_ok(&h.db, false);
 
     // An index dropped and created again, the same: the shape agrees, but the files
     // would go to the keyspace of the index that is gone.
-    let (_tmp, fs, db, t, files) = hooked();
-    let t2 = t.clone();
-    let outcome = fs.during_copy(move || {
+    let (r, h) = ingest_while(|t| {
         // The last index, so that the order of the indexes stays the same.
-        t2.drop_index("by_email")?;
-        t2.create_index(IndexDef::new("by_email", &["email"], true))
+        t.drop_index("by_email")?;
+        t.create_index(IndexDef::new("by_email", &["email"], true))
     });
-    match t.ingest(&files.dir, IngestOptions::default()) {
+    match r {
         Err(Error::SchemaMismatch(m)) => assert!(m.contains("changed"), "{m}"),
         other => panic!("expected a schema mismatch, got {other:?}"),
     }
-    assert_eq!(*outcome.lock().unwrap(), Some(Ok(())));
-    assert_eq!(t.count().unwrap(), 0);
-    check_ok(&db, false);
+    assert_eq!(h.t.count().unwrap(), 0);
+    check_ok(&h.db, false);
     // Files copied in after the change go in.
-    t.ingest(&files.dir, IngestOptions::default()).unwrap();
-    assert_eq!(ids_by_age(&t, 0).len(), 10);
-    check_ok(&db, false);
+    h.t.ingest(&h.files.dir, IngestOptions::default()).unwrap();
+    assert_eq!(ids_by_age(&h.t, 0).len(), 10);
+    check_ok(&h.db, false);
 }

@@ -225,11 +225,6 @@ impl DbInner {
         // Set when the manifest cannot tell whether it holds the edit (`list_ingested`).
         let uncertain = Cell::new(false);
         let r = self.stage_all(opts, &mut staged).and_then(|()| {
-            let infos: Vec<(u32, ExternalFileInfo)> = staged
-                .iter()
-                .filter_map(|s| s.info.clone().map(|i| (s.keyspace, i)))
-                .collect();
-            check_disjoint(&infos, &names)?;
             let checked: Vec<CheckedFile> = staged
                 .iter()
                 .filter_map(|s| {
@@ -240,6 +235,7 @@ impl DbInner {
                     })
                 })
                 .collect();
+            check_disjoint(&checked, &names)?;
             // Before the caller's check, which may hold its own writers off (a table's
             // DDL lock) until the install: running jobs are waited for with them flowing.
             self.wait_for_jobs()?;
@@ -491,10 +487,10 @@ fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8
 }
 
 /// Refuses files of one keyspace whose key ranges overlap (naming both).
-fn check_disjoint(infos: &[(u32, ExternalFileInfo)], names: &BTreeMap<u32, String>) -> Result<()> {
+fn check_disjoint(files: &[CheckedFile], names: &BTreeMap<u32, String>) -> Result<()> {
     let mut by_ks: BTreeMap<u32, Vec<&ExternalFileInfo>> = BTreeMap::new();
-    for (ks, info) in infos {
-        by_ks.entry(*ks).or_default().push(info);
+    for f in files {
+        by_ks.entry(f.keyspace).or_default().push(&f.info);
     }
     for (ks, mut files) in by_ks {
         files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
@@ -522,16 +518,22 @@ mod tests {
     use crate::sstable::ExternalSstWriter;
     use crate::{Db, IngestOptions, Options};
 
+    /// A database in `dir` and, beside it, an external file holding `k` = `v`.
+    fn db_and_file(dir: &std::path::Path) -> (Db, std::path::PathBuf) {
+        let db = Db::open(dir.join("db"), Options::default()).unwrap();
+        let path = dir.join("a.sst");
+        let mut w = ExternalSstWriter::create(&path).unwrap();
+        w.put(b"k", b"v").unwrap();
+        w.finish().unwrap();
+        (db, path)
+    }
+
     /// An ingest waits for a running job with writes flowing: a write goes through
     /// meanwhile, and the ingest finishes once the job does.
     #[test]
     fn writes_go_on_while_an_ingest_waits_for_a_running_job() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(tmp.path().join("db"), Options::default()).unwrap();
-        let path = tmp.path().join("a.sst");
-        let mut w = ExternalSstWriter::create(&path).unwrap();
-        w.put(b"k", b"v").unwrap();
-        w.finish().unwrap();
+        let (db, path) = db_and_file(tmp.path());
         let job = |running: bool| {
             let mut bg = db.inner().bg.lock();
             if running {
@@ -576,11 +578,7 @@ mod tests {
     #[test]
     fn an_ingest_does_not_wait_for_a_hold_on_the_background() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(tmp.path().join("db"), Options::default()).unwrap();
-        let path = tmp.path().join("a.sst");
-        let mut w = ExternalSstWriter::create(&path).unwrap();
-        w.put(b"k", b"v").unwrap();
-        w.finish().unwrap();
+        let (db, path) = db_and_file(tmp.path());
         let hold = ManualHold::new(db.inner());
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {

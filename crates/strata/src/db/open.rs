@@ -127,13 +127,10 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         sst_cache: sst_cache.clone(),
     };
     let (mut vs, manifest) = match VersionSet::recover(ctx(), opts.recovery_mode, opts.read_only)? {
-        Some((mut vs, read)) => {
-            vs.max_manifest_bytes = opts.max_manifest_file_size;
-            (vs, Some(read))
-        }
+        Some((vs, read)) => (vs, Some(read)),
         None => {
+            // The first edit starts the manifest, whatever its size limit.
             let mut vs = VersionSet::new_empty(ctx());
-            vs.max_manifest_bytes = opts.max_manifest_file_size;
             vs.log_and_apply(VersionEdit {
                 new_keyspaces: vec![(0, DEFAULT_KEYSPACE.to_string())],
                 next_keyspace_id: Some(1),
@@ -142,6 +139,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
             (vs, None)
         }
     };
+    vs.max_manifest_bytes = opts.max_manifest_file_size;
 
     let sst_opts = SstOptions {
         block_size: opts.block_size,
