@@ -77,7 +77,8 @@ enum Cmd {
     Multivalue(multivalue::MultivalueArgs),
     /// Scatter-gather selects through a secondary index of a table hash-partitioned over
     /// N = 1, 2, 4, 8 partitions (files built per partition and ingested), eq and range
-    /// selects with 1 and 2 client threads, ratios to one partition.
+    /// selects with 1 and 2 client threads, ratios to one partition; beside the same rows
+    /// in N SQLite files, the same select sent to each and merged.
     Partitions(partitions::PartitionsArgs),
     /// The crash test's child role (started by `crash`).
     #[command(hide = true)]

@@ -60,7 +60,7 @@ impl SqliteTables {
     }
 
     /// Runs `sql` (if any), then checkpoints the WAL into the database file.
-    fn settle_with(&self, sql: &str) -> BenchResult<()> {
+    pub(crate) fn settle_with(&self, sql: &str) -> BenchResult<()> {
         let conn = self.connect()?;
         if !sql.is_empty() {
             conn.execute_batch(sql)?;
