@@ -63,10 +63,11 @@ impl SqliteParts {
         let router = Router::new(&Schema::parse(&micro_schema("deferred"))?, n)?;
         std::fs::create_dir_all(dir)?;
         let cache_bytes = (cache_mib << 20) / n;
+        let files: Vec<PathBuf> = (0..n).map(|p| dir.join(format!("p{p:03}.db"))).collect();
         let mut tables = Vec::with_capacity(n);
         let mut conns = Vec::with_capacity(n);
-        for p in 0..n {
-            let t = SqliteTables::create(&dir.join(format!("p{p:03}.db")), cache_bytes, TABLE)?;
+        for file in &files {
+            let t = SqliteTables::create(file, cache_bytes, TABLE)?;
             let c = t.connect()?;
             c.execute_batch("BEGIN")?;
             conns.push(c);
@@ -93,7 +94,6 @@ impl SqliteParts {
                     .map(Mutex::new)
             })
             .collect::<BenchResult<Vec<_>>>()?;
-        let files = (0..n).map(|p| dir.join(format!("p{p:03}.db"))).collect();
         Ok((SqliteParts { files, clients }, start.elapsed().as_secs_f64()))
     }
 
