@@ -21,7 +21,8 @@ use crate::writer;
 type PShared = Shared<PartitionedDb>;
 
 /// A directory of N hash partitions, each a database of its own, holding partitioned
-/// tables. Use `strata.open_partitioned(path, partitions=None, **options)`.
+/// tables, or some of them (`serve`). Use
+/// `strata.open_partitioned(path, partitions=None, serve=None, **options)`.
 #[pyclass(frozen, module = "strata")]
 pub struct PartitionedDatabase {
     shared: Arc<PShared>,
@@ -31,35 +32,47 @@ pub struct PartitionedDatabase {
     /// The number of partitions.
     #[pyo3(get)]
     partitions: usize,
+    /// The partitions this handle serves (all unless opened with `serve`).
+    #[pyo3(get)]
+    serves: Vec<usize>,
 }
 
 #[pymethods]
 impl PartitionedDatabase {
     /// Opens `path`, creating it with `partitions` partitions if missing. `partitions`
     /// is required to create and, when given, must match the directory's; `None` opens
-    /// an existing directory with the count it records.
+    /// an existing directory with the count it records. `serve`, a list of partition
+    /// numbers (and then `partitions` is required), opens only those: a serving node's
+    /// share, whose tables refuse rows of the other partitions.
     #[new]
-    #[pyo3(signature = (path, partitions=None, **options))]
+    #[pyo3(signature = (path, partitions=None, serve=None, **options))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         partitions: Option<usize>,
+        serve: Option<Vec<usize>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let opts = crate::options::parse(py, options)?;
         let p = path.clone();
         let db = py
-            .detach(move || match partitions {
-                Some(n) => PartitionedDb::open(&p, n, opts),
-                None => PartitionedDb::open_existing(&p, opts),
+            .detach(move || match (partitions, serve) {
+                (Some(n), Some(s)) => PartitionedDb::open_serving(&p, n, &s, opts),
+                (None, Some(_)) => Err(strata::Error::InvalidArgument(
+                    "serve= needs partitions=, the directory's partition count".into(),
+                )),
+                (Some(n), None) => PartitionedDb::open(&p, n, opts),
+                (None, None) => PartitionedDb::open_existing(&p, opts),
             })
             .map_err(|e| errors::to_py(py, e))?;
         let partitions = db.count();
+        let serves = db.serves();
         let path = path.display().to_string();
         Ok(PartitionedDatabase {
             shared: Arc::new(Shared::new(db, path.clone())),
             path,
             partitions,
+            serves,
         })
     }
 
@@ -70,15 +83,20 @@ impl PartitionedDatabase {
     }
 
     fn __repr__(&self) -> String {
+        let serving = if self.serves.len() == self.partitions {
+            String::new()
+        } else {
+            format!(", serving {:?}", self.serves)
+        };
         format!(
-            "<strata.PartitionedDatabase {:?} {} partitions{}>",
+            "<strata.PartitionedDatabase {:?} {} partitions{serving}{}>",
             self.path,
             self.partitions,
             if self.shared.is_closed() { " closed" } else { "" }
         )
     }
 
-    /// Creates a table in every partition (`schema` as for `Database.create_table`;
+    /// Creates a table in every partition served (`schema` as for `Database.create_table`;
     /// unique secondary indexes are refused: an index is local to its partition).
     fn create_table(&self, py: Python<'_>, schema: &Bound<'_, PyAny>) -> PyResult<Py<PartitionedTable>> {
         let schema = schema_arg(py, schema, false)?;
@@ -102,11 +120,13 @@ impl PartitionedDatabase {
         self.shared.with_db(py, |db| db.flush())
     }
 
-    /// `Database.check` of every partition: `{"ok", "partitions": [report, ...]}`.
+    /// `Database.check` of every partition served: `{"ok", "partitions": [report, ...]}`,
+    /// the reports in the order of `serves`.
     #[pyo3(signature = (compact_first=false))]
     fn check<'py>(&self, py: Python<'py>, compact_first: bool) -> PyResult<Bound<'py, PyDict>> {
         let reports = self.shared.with_db(py, |db| {
-            (0..db.count())
+            db.serves()
+                .into_iter()
                 .map(|i| {
                     db.partition(i)?
                         .check(strata::table::check::CheckOptions { compact_first })

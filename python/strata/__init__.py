@@ -13,6 +13,7 @@ return ``bytes``). See docs/python.md for the whole API.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ._errors import *  # noqa: F403 (the exception classes, listed in its __all__)
@@ -48,14 +49,19 @@ def open(path: str | os.PathLike[str], **options: Any) -> Database:
 
 
 def open_partitioned(
-    path: str | os.PathLike[str], partitions: int | None = None, **options: Any
+    path: str | os.PathLike[str],
+    partitions: int | None = None,
+    serve: Sequence[int] | None = None,
+    **options: Any,
 ) -> PartitionedDatabase:
     """Opens the directory ``path`` of hash-partitioned tables, creating it with
     ``partitions`` partitions if missing (required then; checked against the directory
-    when given). Use it as a context manager. ``options`` are ``open``'s, applied to
-    every partition. See docs/python.md.
+    when given). ``serve``, a list of partition numbers (``partitions`` required),
+    opens only those: a serving node's share, whose tables refuse the other
+    partitions' rows. Use it as a context manager. ``options`` are ``open``'s, applied
+    to every partition. See docs/python.md.
     """
-    return PartitionedDatabase(path, partitions, **options)
+    return PartitionedDatabase(path, partitions, serve, **options)
 
 
 __all__ = [

@@ -126,3 +126,40 @@ def test_writer_refuses_rows_of_another_partition(tmp_path: Path) -> None:
         with pytest.raises(strata.InvalidArgument, match="another partition"):
             t.ingest(0, tmp_path / "mixed")
         assert t.count() == 0
+
+
+def test_serving_nodes_hold_their_partitions_only(tmp_path: Path) -> None:
+    data = rows(300)
+    p = strata.Partitioner(SCHEMA, 4)
+    by_part = [[r for r in data if p.partition_of(r) == i] for i in range(4)]
+    for i in range(4):
+        build_partition(tmp_path / f"part{i}", by_part[i], i, 4)
+    # Two nodes of one deployment, each serving two of the four partitions.
+    for serve in ([1, 3], [0, 2]):
+        with strata.open_partitioned(tmp_path / "p", partitions=4, serve=serve) as node:
+            assert node.partitions == 4 and node.serves == serve
+            assert "serving" in repr(node)
+            t = node.create_table(SCHEMA)
+            for i in serve:
+                t.ingest(i, tmp_path / f"part{i}")
+            other = next(i for i in range(4) if i not in serve)
+            # Another node's files, and another node's rows, are refused here.
+            with pytest.raises(strata.InvalidArgument, match="not served"):
+                t.ingest(other, tmp_path / f"part{other}")
+            with pytest.raises(strata.InvalidArgument, match="not served"):
+                t.insert(by_part[other][0])
+            with pytest.raises(strata.InvalidArgument, match="not served"):
+                t.get(by_part[other][0][0])
+            # A select reads the served partitions: their rows, in index order.
+            mine = sorted((r for i in serve for r in by_part[i]), key=lambda r: (r[1], r[0]))
+            assert [(r["a"], r["id"]) for r in t.select("by_a").all()] == [(r[1], r[0]) for r in mine]
+            report = node.check(compact_first=True)
+            assert report["ok"] and len(report["partitions"]) == 2
+    assert sorted(d.name for d in (tmp_path / "p").iterdir() if d.is_dir()) == ["p000", "p001", "p002", "p003"]
+    with strata.open_partitioned(tmp_path / "p") as whole:
+        assert whole.serves == [0, 1, 2, 3]
+        assert sorted(r["id"] for r in whole.table("t").select().all()) == sorted(r[0] for r in data)
+    with pytest.raises(strata.InvalidArgument, match="partitions="):
+        strata.open_partitioned(tmp_path / "p", serve=[0])
+    with pytest.raises(strata.InvalidArgument, match="does not exist"):
+        strata.open_partitioned(tmp_path / "p", partitions=4, serve=[4])

@@ -585,3 +585,113 @@ fn a_descriptor_partition_line_is_checked() {
         );
     }
 }
+
+/// The partitions a listing of `dir` holds (`p000`, ... directories).
+fn partition_dirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('p') && n.len() == 4)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_serving_handle_opens_its_partitions_only_and_refuses_the_others_rows() {
+    let root = tempdir();
+    let dir = root.path().join("db");
+    let n = 4;
+    // A node serving partitions 1 and 3 of a new directory creates only theirs.
+    let node = PartitionedDb::open_serving(&dir, n, &[3, 1, 3], small()).expect("open");
+    assert_eq!(node.serves(), vec![1, 3]);
+    assert_eq!(node.count(), n);
+    assert_eq!(partition_dirs(&dir), vec!["p001", "p003"]);
+    let t = node.create_table(schema("deferred")).expect("create");
+    assert_eq!(t.serves(), vec![1, 3]);
+    let route = |id: u64| t.partition_of_pk(&[Value::U64(id)]).expect("route");
+    let mine = |id: u64| [1, 3].contains(&route(id));
+    let ids: Vec<u64> = (0..200).collect();
+    for &id in &ids {
+        let r = t.insert(row(id, id % 5, Some(1)));
+        if mine(id) {
+            r.expect("insert into a served partition");
+        } else {
+            let e = r.expect_err("a row of another node");
+            assert!(
+                matches!(&e, Error::InvalidArgument(m) if m.contains("not served") && m.contains("[1, 3]")),
+                "{e}"
+            );
+        }
+    }
+    // Every statement kind refuses another node's row; nothing reaches a partition.
+    let other = ids
+        .iter()
+        .copied()
+        .find(|&id| !mine(id))
+        .expect("a row of another node");
+    assert!(t.get(&[Value::U64(other)]).is_err());
+    assert!(t.replace(row(other, 0, None)).is_err());
+    assert!(t.update(&[Value::U64(other)], &[("a", Value::U64(9))]).is_err());
+    assert!(t.delete(&[Value::U64(other)]).is_err());
+    assert!(t.partition(0).is_err() && node.partition(2).is_err() && node.partition(9).is_err());
+    assert!(t.ingest(0, root.path(), IngestOptions::default()).is_err());
+    assert_eq!(partition_dirs(&dir), vec!["p001", "p003"]);
+    // Selects read the served partitions: exactly their rows, in index order.
+    let got: Vec<Row> = t
+        .select("by_a")
+        .eq(vec![Value::U64(2)])
+        .rows()
+        .expect("rows")
+        .map(|r| r.expect("row"))
+        .collect();
+    let want: Vec<Row> = ids
+        .iter()
+        .copied()
+        .filter(|&id| mine(id) && id % 5 == 2)
+        .map(|id| row(id, 2, Some(1)))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    let served_rows = ids.iter().filter(|&&id| mine(id)).count() as u64;
+    assert_eq!(t.select(PRIMARY).count().expect("count"), served_rows);
+    node.close().expect("close");
+
+    // The other node serves 0 and 2 of the same directory: the same count and hash.
+    let other_node = PartitionedDb::open_serving(&dir, n, &[0, 2], small()).expect("open");
+    let t2 = other_node.create_table(schema("deferred")).expect("create");
+    for id in ids.iter().copied().filter(|&id| !mine(id)) {
+        t2.insert(row(id, id % 5, Some(1))).expect("insert");
+    }
+    other_node.close().expect("close");
+    // Opened whole, the directory holds every row once.
+    let whole = PartitionedDb::open_existing(&dir, small()).expect("open");
+    assert_eq!(whole.serves(), vec![0, 1, 2, 3]);
+    let t = whole.table("t").expect("table");
+    assert_eq!(t.select(PRIMARY).count().expect("count"), ids.len() as u64);
+    whole.close().expect("close");
+}
+
+#[test]
+fn bad_serving_lists_are_refused_and_create_nothing() {
+    let root = tempdir();
+    let dir = root.path().join("db");
+    for (serve, want) in [
+        (&[][..], "no partition to serve"),
+        (&[1, 4][..], "partition 4 does not exist"),
+    ] {
+        let e = PartitionedDb::open_serving(&dir, 4, serve, small()).expect_err("refused");
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains(want)), "{e}");
+        assert!(!dir.exists(), "{serve:?} created {}", dir.display());
+    }
+    // A serving handle checks the count like any open.
+    PartitionedDb::open(&dir, 4, small())
+        .expect("create")
+        .close()
+        .expect("close");
+    let e = PartitionedDb::open_serving(&dir, 8, &[1], small()).expect_err("another count");
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("holds 4 partitions")),
+        "{e}"
+    );
+}

@@ -154,53 +154,10 @@ impl Partitions {
     }
 
     fn open_inner(dir: &Path, count: Option<usize>, opts: Options) -> Result<Partitions> {
-        opts.validate()?;
-        let fs = opts.fs.clone();
-        let desc = match Descriptor::read(fs.as_ref(), dir)? {
-            Some(d) => {
-                if let Some(c) = count
-                    && c != d.count
-                {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} holds {} partitions, not {c}",
-                        dir.display(),
-                        d.count
-                    )));
-                }
-                if opts.error_if_exists {
-                    return Err(Error::AlreadyExists(dir.display().to_string()));
-                }
-                d
-            }
-            None => {
-                let Some(count) = count else {
-                    return Err(Error::NotADatabase {
-                        path: dir.to_path_buf(),
-                        reason: format!("no {DESCRIPTOR_FILE} file"),
-                    });
-                };
-                if !opts.create_if_missing || opts.read_only {
-                    return Err(Error::NotADatabase {
-                        path: dir.to_path_buf(),
-                        reason: format!("no {DESCRIPTOR_FILE} file (and creating is off)"),
-                    });
-                }
-                fs.create_dir_all(dir)?;
-                let d = Descriptor {
-                    count,
-                    hash: HashFn::Fnv1aFmix64,
-                };
-                d.write(fs.as_ref(), dir)?;
-                d
-            }
-        };
-        let mut dbs = Vec::with_capacity(desc.count);
-        for i in 0..desc.count {
-            let mut o = opts.clone();
-            // The descriptor exists, so every partition is part of the directory.
-            o.error_if_exists = false;
-            dbs.push(Db::open(dir.join(partition_dir_name(i)), o)?);
-        }
+        let desc = open_descriptor(dir, count, &opts)?;
+        let dbs = (0..desc.count)
+            .map(|i| open_partition(dir, i, &opts))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Partitions {
             dir: dir.to_path_buf(),
             hash: desc.hash,
@@ -303,6 +260,60 @@ impl Partitions {
 /// Subdirectory name of partition `i`.
 pub fn partition_dir_name(i: usize) -> String {
     format!("p{i:03}")
+}
+
+/// The descriptor of the partitioned directory `dir`, checked against `count` when
+/// given, or written (with `count` and the default hash) when `dir` has none and
+/// `opts` allow creating. Nothing is created on refusal.
+pub(crate) fn open_descriptor(dir: &Path, count: Option<usize>, opts: &Options) -> Result<Descriptor> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    match Descriptor::read(fs.as_ref(), dir)? {
+        Some(d) => {
+            if let Some(c) = count
+                && c != d.count
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds {} partitions, not {c}",
+                    dir.display(),
+                    d.count
+                )));
+            }
+            if opts.error_if_exists {
+                return Err(Error::AlreadyExists(dir.display().to_string()));
+            }
+            Ok(d)
+        }
+        None => {
+            let Some(count) = count else {
+                return Err(Error::NotADatabase {
+                    path: dir.to_path_buf(),
+                    reason: format!("no {DESCRIPTOR_FILE} file"),
+                });
+            };
+            if !opts.create_if_missing || opts.read_only {
+                return Err(Error::NotADatabase {
+                    path: dir.to_path_buf(),
+                    reason: format!("no {DESCRIPTOR_FILE} file (and creating is off)"),
+                });
+            }
+            fs.create_dir_all(dir)?;
+            let d = Descriptor {
+                count,
+                hash: HashFn::Fnv1aFmix64,
+            };
+            d.write(fs.as_ref(), dir)?;
+            Ok(d)
+        }
+    }
+}
+
+/// Opens partition `i`'s database in `dir`, whose descriptor exists.
+pub(crate) fn open_partition(dir: &Path, i: usize, opts: &Options) -> Result<Db> {
+    let mut o = opts.clone();
+    // The descriptor exists, so every partition is part of the directory.
+    o.error_if_exists = false;
+    Db::open(dir.join(partition_dir_name(i)), o)
 }
 
 /// One snapshot per partition.

@@ -14,6 +14,11 @@
 //! applies the DDL to each, and opening refuses a directory where they differ. Unique
 //! secondary indexes are refused: a local index cannot see the other partitions' keys.
 //!
+//! A handle may serve some of the partitions only ([`PartitionedDb::open_serving`], a
+//! node of a multi-machine deployment): rows route over all N as ever, statements reach
+//! the served partitions only (another node's row is refused, not written here), and
+//! selects merge the served partitions' rows.
+//!
 //! ```
 //! use strata::table::{schema::Schema, value::Value};
 //! use strata::PartitionedDb;
@@ -40,7 +45,7 @@
 //! ```
 
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::layout::Layout;
@@ -53,12 +58,17 @@ use crate::db::{Db, IngestOptions, IngestReport};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::options::Options;
-use crate::partition::{HashFn, MergedScan, Partitions, check_count};
+use crate::partition::{self, HashFn, MergedScan, check_count};
 
-/// N databases in one directory holding partitioned tables. See the [module docs](self).
+/// N databases in one directory holding partitioned tables, or some of them (a serving
+/// node's, [`open_serving`](Self::open_serving)). See the [module docs](self).
 #[derive(Debug)]
 pub struct PartitionedDb {
-    parts: Partitions,
+    dir: PathBuf,
+    hash: HashFn,
+    /// Partition `i`'s database at index `i`; `None` for a partition this handle does
+    /// not serve. At least one is open.
+    dbs: Vec<Option<Db>>,
 }
 
 impl PartitionedDb {
@@ -68,18 +78,68 @@ impl PartitionedDb {
     /// directory's, is `InvalidArgument` and creates nothing.
     pub fn open(dir: impl AsRef<Path>, count: usize, opts: Options) -> Result<PartitionedDb> {
         check_count(count)?;
-        Self::checked(Partitions::open(dir, count, opts)?)
+        Self::open_with(dir.as_ref(), Some(count), None, opts)
     }
 
     /// Opens an existing partitioned directory with the count it records.
     pub fn open_existing(dir: impl AsRef<Path>, opts: Options) -> Result<PartitionedDb> {
-        Self::checked(Partitions::open_existing(dir, opts)?)
+        Self::open_with(dir.as_ref(), None, None, opts)
+    }
+
+    /// Opens only partitions `serve` of the directory `dir` of `count` partitions
+    /// (created as [`open`](Self::open) creates, with only those partitions' databases):
+    /// what a serving node of a multi-machine deployment holds. Rows still route over
+    /// all `count` partitions; a statement whose row routes to a partition not served
+    /// here, or an ingest into one, is `InvalidArgument`, and a select reads the served
+    /// partitions (a router in front merges the nodes' streams). An empty `serve`, or a
+    /// partition `>= count`, is `InvalidArgument` and creates nothing.
+    ///
+    /// ```
+    /// use strata::table::{schema::Schema, value::Value};
+    /// use strata::PartitionedDb;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let schema = Schema::parse("table t (id u64, v u64) primary key (id) index by_v (v)").unwrap();
+    /// let node = PartitionedDb::open_serving(dir.path(), 4, &[1, 3], strata::Options::default()).unwrap();
+    /// let t = node.create_table(schema).unwrap();
+    /// for id in 0..20u64 {
+    ///     let p = t.partition_of_pk(&[Value::U64(id)]).unwrap();
+    ///     let r = t.insert(vec![Value::U64(id), Value::U64(0)]);
+    ///     // Rows of partitions 0 and 2 belong to another node.
+    ///     assert_eq!(r.is_ok(), p == 1 || p == 3);
+    /// }
+    /// assert_eq!(node.serves(), vec![1, 3]);
+    /// node.close().unwrap();
+    /// ```
+    pub fn open_serving(dir: impl AsRef<Path>, count: usize, serve: &[usize], opts: Options) -> Result<PartitionedDb> {
+        check_count(count)?;
+        if serve.is_empty() {
+            return Err(Error::InvalidArgument("no partition to serve".into()));
+        }
+        if let Some(i) = serve.iter().find(|&&i| i >= count) {
+            return Err(out_of_range(*i, count));
+        }
+        Self::open_with(dir.as_ref(), Some(count), Some(serve), opts)
+    }
+
+    fn open_with(dir: &Path, count: Option<usize>, serve: Option<&[usize]>, opts: Options) -> Result<PartitionedDb> {
+        let desc = partition::open_descriptor(dir, count, &opts)?;
+        let mut dbs = Vec::with_capacity(desc.count);
+        for i in 0..desc.count {
+            dbs.push(match serve {
+                Some(s) if !s.contains(&i) => None,
+                _ => Some(partition::open_partition(dir, i, &opts)?),
+            });
+        }
+        Self::checked(PartitionedDb {
+            dir: dir.to_path_buf(),
+            hash: desc.hash,
+            dbs,
+        })
     }
 
     /// Refuses a directory whose partitions disagree on a table.
-    fn checked(parts: Partitions) -> Result<PartitionedDb> {
-        let db = PartitionedDb { parts };
-        let mut names: Vec<String> = db.parts.dbs().iter().flat_map(Db::list_tables).collect();
+    fn checked(db: PartitionedDb) -> Result<PartitionedDb> {
+        let mut names: Vec<String> = db.served().flat_map(|(_, d)| d.list_tables()).collect();
         names.sort();
         names.dedup();
         for name in names {
@@ -92,22 +152,41 @@ impl PartitionedDb {
         Ok(db)
     }
 
-    /// Number of partitions.
+    /// The open partitions with their numbers, in order.
+    fn served(&self) -> impl Iterator<Item = (usize, &Db)> {
+        self.dbs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.as_ref().map(|d| (i, d)))
+    }
+
+    /// Number of partitions (served here or not: rows route over all of them).
     pub fn count(&self) -> usize {
-        self.parts.count()
+        self.dbs.len()
+    }
+
+    /// The partitions this handle serves: all of them unless opened with
+    /// [`open_serving`](Self::open_serving).
+    pub fn serves(&self) -> Vec<usize> {
+        self.served().map(|(i, _)| i).collect()
     }
 
     /// The directory.
     pub fn path(&self) -> &Path {
-        self.parts.path()
+        &self.dir
     }
 
-    /// The database of partition `i` (`InvalidArgument` when `i >= count()`).
+    /// The database of partition `i` (`InvalidArgument` when `i >= count()` or the
+    /// partition is not served here).
     pub fn partition(&self, i: usize) -> Result<&Db> {
-        self.parts.dbs().get(i).ok_or_else(|| out_of_range(i, self.count()))
+        match self.dbs.get(i) {
+            Some(Some(db)) => Ok(db),
+            Some(None) => Err(not_served(i, self.count(), &self.serves())),
+            None => Err(out_of_range(i, self.count())),
+        }
     }
 
-    /// Creates `schema`'s table in every partition. A unique secondary index is
+    /// Creates `schema`'s table in every partition served. A unique secondary index is
     /// refused (see the module docs); so is a name taken in any partition. A create
     /// interrupted part-way (a crash) leaves the table in some partitions only, which
     /// [`open`](Self::open) then refuses; drop it from those through
@@ -121,79 +200,100 @@ impl PartitionedDb {
                 ix.name, schema.name
             )));
         }
-        if let Some(i) = self.parts.dbs().iter().position(|db| db.table(&schema.name).is_ok()) {
+        if let Some((i, _)) = self.served().find(|(_, db)| db.table(&schema.name).is_ok()) {
             return Err(Error::AlreadyExists(format!(
                 "table {:?} (in partition {i})",
                 schema.name
             )));
         }
-        let router = Router::with_hash(&schema, self.count(), self.parts.hash_fn())?;
+        let router = Router::with_hash(&schema, self.count(), self.hash)?;
         let mut tables = Vec::with_capacity(self.count());
-        for db in self.parts.dbs() {
-            tables.push(db.create_table(schema.clone())?);
+        for db in &self.dbs {
+            tables.push(db.as_ref().map(|db| db.create_table(schema.clone())).transpose()?);
         }
-        Ok(PartitionedTable {
-            router,
-            tables: tables.into(),
-        })
+        PartitionedTable::new(router, tables)
     }
 
     /// The table `name`, which every partition holds with the same schema.
     pub fn table(&self, name: &str) -> Result<PartitionedTable> {
         let tables = self.tables_named(name)?;
-        let router = Router::with_hash(&tables[0].schema()?, self.count(), self.parts.hash_fn())?;
-        Ok(PartitionedTable {
-            router,
-            tables: tables.into(),
-        })
+        let first = tables
+            .iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| Error::NotFound(name.to_string()))?;
+        let router = Router::with_hash(&first.schema()?, self.count(), self.hash)?;
+        PartitionedTable::new(router, tables)
     }
 
-    fn tables_named(&self, name: &str) -> Result<Vec<Table>> {
+    /// Table `name` of each served partition (`None` where not served), checked to
+    /// agree.
+    fn tables_named(&self, name: &str) -> Result<Vec<Option<Table>>> {
         let mut tables = Vec::with_capacity(self.count());
-        let mut first: Option<Schema> = None;
-        for (i, db) in self.parts.dbs().iter().enumerate() {
-            let t = db.table(name).map_err(|e| match e {
-                Error::NotFound(_) if i > 0 => Error::SchemaMismatch(format!(
-                    "table {name:?} exists in partition 0 but not in partition {i} of {}: every \
+        let mut first: Option<(usize, Schema)> = None;
+        for (i, db) in self.dbs.iter().enumerate() {
+            let Some(db) = db else {
+                tables.push(None);
+                continue;
+            };
+            let t = db.table(name).map_err(|e| match (e, &first) {
+                (Error::NotFound(_), Some((f, _))) => Error::SchemaMismatch(format!(
+                    "table {name:?} exists in partition {f} but not in partition {i} of {}: every \
                      partition must hold it (an interrupted create_table?)",
                     self.path().display()
                 )),
-                e => e,
+                (e, _) => e,
             })?;
             let s = t.schema()?;
             match &first {
-                None => first = Some(s),
-                Some(f) if *f != s => {
+                None => first = Some((i, s)),
+                Some((f, fs)) if *fs != s => {
                     return Err(Error::SchemaMismatch(format!(
-                        "table {name:?} is `{f}` in partition 0 but `{s}` in partition {i} of {}",
+                        "table {name:?} is `{fs}` in partition {f} but `{s}` in partition {i} of {}",
                         self.path().display()
                     )));
                 }
                 Some(_) => {}
             }
-            tables.push(t);
+            tables.push(Some(t));
         }
         Ok(tables)
     }
 
     /// Names of the tables.
     pub fn list_tables(&self) -> Vec<String> {
-        self.parts.db(0).list_tables()
+        self.served().next().map(|(_, db)| db.list_tables()).unwrap_or_default()
     }
 
-    /// Flushes every partition's memtable.
+    /// Flushes every served partition's memtable, the partitions in parallel.
     pub fn flush(&self) -> Result<()> {
-        self.parts.flush()
+        let dbs: Vec<&Db> = self.served().map(|(_, db)| db).collect();
+        crate::parallel::map(dbs.len(), |i| dbs.get(i).map_or(Ok(()), |db| db.flush())).map(drop)
     }
 
-    /// Closes every partition; the first error is returned after all were closed.
+    /// Closes every served partition; the first error is returned after all were
+    /// closed.
     pub fn close(self) -> Result<()> {
-        self.parts.close()
+        let mut first = Ok(());
+        for db in self.dbs.into_iter().flatten() {
+            let r = db.close();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 }
 
 fn out_of_range(i: usize, count: usize) -> Error {
     Error::InvalidArgument(format!("partition {i} does not exist: there are {count} (0..{count})"))
+}
+
+fn not_served(i: usize, count: usize, serves: &[usize]) -> Error {
+    Error::InvalidArgument(format!(
+        "partition {i} of {count} is not served by this handle (it serves {serves:?}): its rows \
+         belong to another node"
+    ))
 }
 
 /// Routes a table's rows to partitions without a database: what [`PartitionedTable`]
@@ -251,32 +351,70 @@ impl Router {
 }
 
 /// One table over every partition: statements go to the row's partition, selects
-/// merge every partition's. Cheap to clone.
+/// merge every partition's. Over a handle that serves some partitions
+/// ([`PartitionedDb::open_serving`]), statements reach the served ones only and selects
+/// merge theirs. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct PartitionedTable {
     router: Router,
-    tables: Arc<[Table]>,
+    /// Partition `i`'s table at index `i`; `None` where not served.
+    tables: Arc<[Option<Table>]>,
+    /// A served partition (the first).
+    first: usize,
 }
 
 impl PartitionedTable {
-    /// Number of partitions.
+    fn new(router: Router, tables: Vec<Option<Table>>) -> Result<PartitionedTable> {
+        let first = tables
+            .iter()
+            .position(Option::is_some)
+            .ok_or_else(|| Error::InvalidArgument("no partition is served".into()))?;
+        Ok(PartitionedTable {
+            router,
+            tables: tables.into(),
+            first,
+        })
+    }
+
+    /// A served partition's table, for what every partition shares (name, schema).
+    fn any(&self) -> Result<&Table> {
+        self.partition(self.first)
+    }
+
+    /// The served partitions' tables, in partition order.
+    fn served(&self) -> impl Iterator<Item = &Table> {
+        self.tables.iter().flatten()
+    }
+
+    /// Number of partitions (served here or not: rows route over all of them).
     pub fn count(&self) -> usize {
         self.tables.len()
     }
 
     /// The table's name.
     pub fn name(&self) -> &str {
-        self.tables[0].name()
+        self.any().map_or("", Table::name)
     }
 
     /// The table's schema.
     pub fn schema(&self) -> Result<Schema> {
-        self.tables[0].schema()
+        self.any()?.schema()
     }
 
-    /// The table in partition `i` (`InvalidArgument` when `i >= count()`).
+    /// The table in partition `i` (`InvalidArgument` when `i >= count()` or the
+    /// partition is not served here).
     pub fn partition(&self, i: usize) -> Result<&Table> {
-        self.tables.get(i).ok_or_else(|| out_of_range(i, self.count()))
+        match self.tables.get(i) {
+            Some(Some(t)) => Ok(t),
+            Some(None) => Err(not_served(i, self.count(), &self.serves())),
+            None => Err(out_of_range(i, self.count())),
+        }
+    }
+
+    /// The partitions served (see [`PartitionedDb::serves`]).
+    pub fn serves(&self) -> Vec<usize> {
+        let served = self.tables.iter().enumerate().filter(|(_, t)| t.is_some());
+        served.map(|(i, _)| i).collect()
     }
 
     /// The router of the table's rows.
@@ -295,11 +433,11 @@ impl PartitionedTable {
     }
 
     fn by_row(&self, row: &[Value]) -> Result<&Table> {
-        Ok(&self.tables[self.partition_of_row(row)?])
+        self.partition(self.partition_of_row(row)?)
     }
 
     fn by_pk(&self, pk: &[Value]) -> Result<&Table> {
-        Ok(&self.tables[self.partition_of_pk(pk)?])
+        self.partition(self.partition_of_pk(pk)?)
     }
 
     /// Inserts a row; `Error::Constraint` if its primary key exists.
@@ -376,7 +514,7 @@ impl PartitionedTable {
     /// oldest pending purge the oldest of any partition).
     pub fn stats(&self) -> Result<TableStats> {
         let mut sum = TableStats::default();
-        for t in self.tables.iter() {
+        for t in self.served() {
             add_stats(&mut sum, t.stats()?);
         }
         let hits: u64 = sum.indexes.iter().map(|i| i.hits).sum();
@@ -435,7 +573,7 @@ pub struct PartitionedSelect {
 impl PartitionedSelect {
     query_builder!();
 
-    /// The matching rows of every partition, merged lazily in index order (ties by
+    /// The matching rows of every partition served, merged lazily in index order (ties by
     /// primary key): each partition's scan is read one entry ahead, and a row is read
     /// (a secondary index's entry checked against it) only when the merge takes its
     /// entry. A limit stops every partition early, no partition's look-ahead costs a
@@ -445,7 +583,7 @@ impl PartitionedSelect {
         // a concurrent schema change has reached already gets its own).
         let mut plan: Option<Plan> = None;
         let mut sources = Vec::with_capacity(self.table.tables.len());
-        for t in self.table.tables.iter() {
+        for t in self.table.served() {
             let rt = t.runtime()?;
             let own;
             let p = match &plan {
