@@ -182,6 +182,12 @@ impl PartitionedTable {
         self.info.table.count()
     }
 
+    /// The partitions served (all unless the database was opened with `serve`).
+    #[getter]
+    fn serves(&self) -> Vec<usize> {
+        self.info.table.serves()
+    }
+
     /// The partition (`0..partitions`) of a row (a dict, or a tuple/list of every field
     /// when the table has fields outside its primary key) or of a primary key.
     fn partition_of(&self, py: Python<'_>, row_or_pk: &Bound<'_, PyAny>) -> PyResult<usize> {

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._errors import SchemaError
+from ._errors import InvalidArgument, SchemaError
 from ._strata import Partitioner, TableWriter
 
 # The column holding each row's Strata partition while the job runs.
@@ -84,6 +84,8 @@ class BuildReport:
 
 
 class _Ingests(Protocol):
+    @property
+    def serves(self) -> list[int]: ...
     def ingest(self, partition: int, directory: str, move: bool = ...) -> dict[str, Any]: ...
 
 
@@ -314,8 +316,15 @@ def ingest_built(
     fails, the others still run to their end, then the first failure (in partition
     order) is raised, with a note naming the partitions that were ingested and those
     that were not: the ingested ones stay (run ``ingest_built`` again on the rest after
-    fixing the cause)."""
+    fixing the cause). A partition ``table`` does not serve (a serving node's table,
+    ``open_partitioned(..., serve=...)``) is refused before anything is ingested."""
     todo = [b for b in built if b.directory is not None]
+    served = set(table.serves)
+    if elsewhere := sorted({b.partition for b in todo} - served):
+        raise InvalidArgument(
+            f"partitions {elsewhere} are not served by this table (it serves {sorted(served)}): "
+            "ingest them on the nodes serving them"
+        )
     workers = max(1, min(len(todo), threads if threads is not None else os.cpu_count() or 1))
 
     def one(b: BuiltPartition) -> dict[str, Any]:

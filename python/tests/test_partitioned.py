@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import strata
+from strata import spark as sspark
 
 SCHEMA = (
     "table t (id u64, a i64, s str null) primary key (id) index by_a (a) index by_sa (s, a)"
@@ -134,14 +135,20 @@ def test_serving_nodes_hold_their_partitions_only(tmp_path: Path) -> None:
     by_part = [[r for r in data if p.partition_of(r) == i] for i in range(4)]
     for i in range(4):
         build_partition(tmp_path / f"part{i}", by_part[i], i, 4)
+    built = [sspark.BuiltPartition(i, str(tmp_path / f"part{i}"), len(by_part[i]), 0, 0.0) for i in range(4)]
     # Two nodes of one deployment, each serving two of the four partitions.
     for serve in ([1, 3], [0, 2]):
         with strata.open_partitioned(tmp_path / "p", partitions=4, serve=serve) as node:
             assert node.partitions == 4 and node.serves == serve
             assert "serving" in repr(node)
             t = node.create_table(SCHEMA)
-            for i in serve:
-                t.ingest(i, tmp_path / f"part{i}")
+            assert t.serves == serve
+            # Every partition's files offered at once: refused before any is ingested.
+            with pytest.raises(strata.InvalidArgument, match="not served"):
+                sspark.ingest_built(t, built, move=False)
+            assert t.count() == 0
+            reports = sspark.ingest_built(t, [b for b in built if b.partition in node.serves], move=False)
+            assert [r["partition"] for r in reports] == serve
             other = next(i for i in range(4) if i not in serve)
             # Another node's files, and another node's rows, are refused here.
             with pytest.raises(strata.InvalidArgument, match="not served"):
