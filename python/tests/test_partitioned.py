@@ -93,12 +93,21 @@ def build_partition(directory: Path, data: list[tuple[int, int, str | None]], pa
         w.add_many(sorted(data))
 
 
+def build_partitions(
+    tmp_path: Path, data: list[tuple[int, int, str | None]], n: int
+) -> list[list[tuple[int, int, str | None]]]:
+    """Splits ``data`` over ``n`` partitions and writes each one's files to
+    ``tmp_path/part{i}``; returns the rows of each partition."""
+    p = strata.Partitioner(SCHEMA, n)
+    by_part = [[r for r in data if p.partition_of(r) == i] for i in range(n)]
+    for i in range(n):
+        build_partition(tmp_path / f"part{i}", by_part[i], i, n)
+    return by_part
+
+
 def test_ingest_per_partition(tmp_path: Path) -> None:
     data = rows(300)
-    p = strata.Partitioner(SCHEMA, 3)
-    by_part = [[r for r in data if p.partition_of(r) == i] for i in range(3)]
-    for i in range(3):
-        build_partition(tmp_path / f"part{i}", by_part[i], i, 3)
+    by_part = build_partitions(tmp_path, data, 3)
     with strata.open_partitioned(tmp_path / "p", partitions=3) as db:
         t = db.create_table(SCHEMA)
         # Files of partition 1 offered to partition 0: refused, nothing changes.
@@ -131,10 +140,7 @@ def test_writer_refuses_rows_of_another_partition(tmp_path: Path) -> None:
 
 def test_serving_nodes_hold_their_partitions_only(tmp_path: Path) -> None:
     data = rows(300)
-    p = strata.Partitioner(SCHEMA, 4)
-    by_part = [[r for r in data if p.partition_of(r) == i] for i in range(4)]
-    for i in range(4):
-        build_partition(tmp_path / f"part{i}", by_part[i], i, 4)
+    by_part = build_partitions(tmp_path, data, 4)
     built = [sspark.BuiltPartition(i, str(tmp_path / f"part{i}"), len(by_part[i]), 0, 0.0) for i in range(4)]
     # Two nodes of one deployment, each serving two of the four partitions.
     for serve in ([1, 3], [0, 2]):

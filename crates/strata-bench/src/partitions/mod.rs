@@ -68,7 +68,7 @@ pub struct PartitionsArgs {
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Queries to measure (comma-separated): `eq`, `eq100`, `range`.
-    #[arg(long, value_delimiter = ',', default_values_t = QUERIES.map(String::from).to_vec())]
+    #[arg(long, value_delimiter = ',', default_values_t = QUERIES.map(|q| q.name().to_string()).to_vec())]
     queries: Vec<String>,
     /// Engines to measure (comma-separated): `strata`, and `sqlite` (the same rows in N
     /// SQLite files, the same select on each, merged).
@@ -131,7 +131,7 @@ pub struct PartitionsReport {
 }
 
 /// The queries, in the order measured by default.
-const QUERIES: [&str; 3] = ["eq", "eq100", "range"];
+const QUERIES: [Query; 3] = [Query::Eq, Query::Eq100, Query::Range];
 
 /// The engines, in the order measured by default.
 const ENGINES: [&str; 2] = ["strata", "sqlite"];
@@ -214,11 +214,9 @@ pub enum Query {
 
 impl Query {
     fn parse(name: &str) -> BenchResult<Query> {
-        Ok(match name {
-            "eq" => Query::Eq,
-            "eq100" => Query::Eq100,
-            "range" => Query::Range,
-            _ => return Err(format!("unknown query {name:?}: use {}", QUERIES.join(", ")).into()),
+        QUERIES.into_iter().find(|q| q.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = QUERIES.iter().map(|q| q.name()).collect();
+            format!("unknown query {name:?}: use {}", names.join(", ")).into()
         })
     }
 
@@ -502,7 +500,7 @@ mod tests {
                 let mut rng = StdRng::seed_from_u64(1);
                 let got: Vec<(u64, u64)> = (0..30)
                     .map(|k| {
-                        let q = Query::parse(QUERIES[k % 3]).unwrap();
+                        let q = QUERIES[k % 3];
                         let v = q.draw(&mut rng, rows);
                         config.select(0, q, v).unwrap()
                     })

@@ -107,6 +107,7 @@ impl SqliteParts {
             .lock()
             .map_err(|_| "a SQLite client thread panicked")?;
         let (sql, field) = statement(q);
+        let v = super::as_i64(&v)?;
         let mut stmts = conns
             .iter()
             .map(|c| c.prepare_cached(sql))
@@ -114,7 +115,7 @@ impl SqliteParts {
         let mut sources = Vec::with_capacity(stmts.len());
         for (stmt, file) in stmts.iter_mut().zip(&self.files) {
             sources.push(Source {
-                rows: stmt.query([super::as_i64(&v)?])?,
+                rows: stmt.query([v])?,
                 field,
                 file,
             });

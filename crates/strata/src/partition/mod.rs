@@ -219,19 +219,13 @@ impl Partitions {
 
     /// Flushes every partition's memtable, the partitions in parallel.
     pub fn flush(&self) -> Result<()> {
-        self.each_in_parallel(Db::flush)
+        each_in_parallel(&self.dbs, Db::flush)
     }
 
     /// Compacts every partition fully, the partitions in parallel: a manual compaction
     /// merges in the calling thread, so one partition after another would use one core.
     pub fn compact_range(&self) -> Result<()> {
-        self.each_in_parallel(Db::compact_range)
-    }
-
-    /// Runs `f` on every partition, on as many threads as there are cores (at most one
-    /// per partition); the first error.
-    fn each_in_parallel(&self, f: impl Fn(&Db) -> Result<()> + Sync) -> Result<()> {
-        crate::parallel::map(self.dbs.len(), |i| self.dbs.get(i).map_or(Ok(()), &f)).map(drop)
+        each_in_parallel(&self.dbs, Db::compact_range)
     }
 
     /// Waits until no partition has a flush or compaction pending.
@@ -246,15 +240,29 @@ impl Partitions {
 
     /// Closes every partition; the first error is returned after all were closed.
     pub fn close(self) -> Result<()> {
-        let mut first = Ok(());
-        for db in self.dbs {
-            let r = db.close();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        close_all(self.dbs)
     }
+}
+
+/// Runs `f` on every one of `dbs`, on as many threads as there are cores (at most one
+/// per database); the first error.
+pub(crate) fn each_in_parallel<D: std::borrow::Borrow<Db> + Sync>(
+    dbs: &[D],
+    f: impl Fn(&Db) -> Result<()> + Sync,
+) -> Result<()> {
+    crate::parallel::map(dbs.len(), |i| dbs.get(i).map_or(Ok(()), |d| f(d.borrow()))).map(drop)
+}
+
+/// Closes every one of `dbs`; the first error, returned after all were closed.
+pub(crate) fn close_all(dbs: impl IntoIterator<Item = Db>) -> Result<()> {
+    let mut first = Ok(());
+    for db in dbs {
+        let r = db.close();
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
 }
 
 /// Subdirectory name of partition `i`.

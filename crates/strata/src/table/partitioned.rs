@@ -268,20 +268,13 @@ impl PartitionedDb {
     /// Flushes every served partition's memtable, the partitions in parallel.
     pub fn flush(&self) -> Result<()> {
         let dbs: Vec<&Db> = self.served().map(|(_, db)| db).collect();
-        crate::parallel::map(dbs.len(), |i| dbs.get(i).map_or(Ok(()), |db| db.flush())).map(drop)
+        partition::each_in_parallel(&dbs, Db::flush)
     }
 
     /// Closes every served partition; the first error is returned after all were
     /// closed.
     pub fn close(self) -> Result<()> {
-        let mut first = Ok(());
-        for db in self.dbs.into_iter().flatten() {
-            let r = db.close();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        partition::close_all(self.dbs.into_iter().flatten())
     }
 }
 
@@ -357,28 +350,27 @@ impl Router {
 #[derive(Debug, Clone)]
 pub struct PartitionedTable {
     router: Router,
-    /// Partition `i`'s table at index `i`; `None` where not served.
+    /// Partition `i`'s table at index `i`; `None` where not served. At least one is
+    /// served.
     tables: Arc<[Option<Table>]>,
-    /// A served partition (the first).
-    first: usize,
 }
 
 impl PartitionedTable {
     fn new(router: Router, tables: Vec<Option<Table>>) -> Result<PartitionedTable> {
-        let first = tables
-            .iter()
-            .position(Option::is_some)
-            .ok_or_else(|| Error::InvalidArgument("no partition is served".into()))?;
+        if tables.iter().all(Option::is_none) {
+            return Err(Error::InvalidArgument("no partition is served".into()));
+        }
         Ok(PartitionedTable {
             router,
             tables: tables.into(),
-            first,
         })
     }
 
     /// A served partition's table, for what every partition shares (name, schema).
     fn any(&self) -> Result<&Table> {
-        self.partition(self.first)
+        self.served()
+            .next()
+            .ok_or_else(|| Error::InvalidArgument("no partition is served".into()))
     }
 
     /// The served partitions' tables, in partition order.
