@@ -28,6 +28,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub read_only: bool,
 
+    /// Open only these partitions of a partitioned directory, e.g. `--serve 1,3`: a
+    /// serving node's share. Rows of the other partitions are refused and selects read
+    /// these (table commands only)
+    #[arg(long, global = true, value_delimiter = ',', value_name = "I,J,...")]
+    pub serve: Option<Vec<usize>>,
+
     /// How opening treats damaged log records (see docs/design/recovery.md)
     #[arg(
         long,

@@ -57,7 +57,11 @@ pub fn run(cli: Cli) -> Result<()> {
     let _ = OPEN_FLAGS.set(OpenFlags {
         read_only: cli.read_only,
         recovery_mode: cli.recovery_mode.into(),
+        serve: cli.serve,
     });
+    if !matches!(cli.command, Command::Table(_)) {
+        no_serve("the key-value, multimap and file commands")?;
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     let db_dir = cli.db.as_deref();
     match cli.command {
@@ -187,10 +191,12 @@ fn decode(enc: Encoding, what: &str, arg: &str) -> Result<Vec<u8>> {
 }
 
 /// The global flags that shape every open.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct OpenFlags {
     read_only: bool,
     recovery_mode: strata::RecoveryMode,
+    /// `--serve`: the partitions a table command opens.
+    serve: Option<Vec<usize>>,
 }
 
 static OPEN_FLAGS: std::sync::OnceLock<OpenFlags> = std::sync::OnceLock::new();
@@ -202,6 +208,7 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             "no database given: pass --db DIR or set STRATA_DB".into(),
         ));
     };
+    no_serve("a command that works on one database")?;
     if crate::store::is_partitioned(dir) {
         return Err(CliError::Runtime(format!(
             "{} is a partitioned database: this command works on one database (the row, select, \
@@ -214,16 +221,30 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
     Ok(Db::open(dir, open_options(create))?)
 }
 
+/// `--serve`, when given.
+pub(crate) fn serve_flag() -> Option<&'static [usize]> {
+    OPEN_FLAGS.get().and_then(|f| f.serve.as_deref())
+}
+
+/// Refuses `--serve` for `what`, which opens no partitioned table.
+pub(crate) fn no_serve(what: &str) -> Result<()> {
+    match serve_flag() {
+        Some(_) => Err(CliError::Usage(format!(
+            "--serve is for the table commands on a partitioned database, not {what}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The options every open uses: the global flags, and creating only when `create`.
 pub(crate) fn open_options(create: bool) -> Options {
-    let flags = OPEN_FLAGS.get().copied().unwrap_or(OpenFlags {
-        read_only: false,
-        recovery_mode: strata::RecoveryMode::default(),
+    let (read_only, recovery_mode) = OPEN_FLAGS.get().map_or((false, strata::RecoveryMode::default()), |f| {
+        (f.read_only, f.recovery_mode)
     });
     Options {
-        create_if_missing: create && !flags.read_only,
-        read_only: flags.read_only,
-        recovery_mode: flags.recovery_mode,
+        create_if_missing: create && !read_only,
+        read_only,
+        recovery_mode,
         ..Options::default()
     }
 }

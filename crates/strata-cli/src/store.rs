@@ -5,14 +5,14 @@
 
 use std::path::Path;
 
-use strata::partition::DESCRIPTOR_FILE;
+use strata::partition::{DESCRIPTOR_FILE, Descriptor, partition_dir_name};
 use strata::table::schema::Schema;
 use strata::table::select::Query;
 use strata::table::value::Value;
 use strata::table::{Row, Table, TableStats};
 use strata::{Db, PartitionedDb, PartitionedTable};
 
-use crate::commands::{CliError, Result, open_options};
+use crate::commands::{CliError, Result, open_options, serve_flag};
 
 /// One database or a partitioned directory.
 pub(crate) enum Store {
@@ -31,6 +31,28 @@ pub(crate) fn is_partitioned(dir: &Path) -> bool {
     dir.join(DESCRIPTOR_FILE).exists()
 }
 
+/// Error `e` of opening partitioned directory `dir` whole, naming the partitions it
+/// lacks when it lacks some: most likely a serving node's directory.
+fn lacking(dir: &Path, e: strata::Error) -> CliError {
+    let missing: Vec<usize> = partition_count(dir)
+        .map(|n| (0..n).filter(|&i| !dir.join(partition_dir_name(i)).exists()).collect())
+        .unwrap_or_default();
+    if missing.is_empty() {
+        return e.into();
+    }
+    CliError::Runtime(format!(
+        "{e}; {} lacks partitions {missing:?}: on a serving node, pass --serve with the partitions it holds",
+        dir.display()
+    ))
+}
+
+/// The number of partitions partitioned directory `dir` records.
+fn partition_count(dir: &Path) -> Result<usize> {
+    let path = dir.join(DESCRIPTOR_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| CliError::Runtime(format!("reading {}: {e}", path.display())))?;
+    Ok(Descriptor::decode(&bytes, &path)?.count)
+}
+
 impl Store {
     /// Opens `dir`: partitioned when it has a descriptor or `partitions` is given
     /// (creating it then, with that many partitions), else one database (created only
@@ -41,6 +63,7 @@ impl Store {
                 "no database given: pass --db DIR or set STRATA_DB".into(),
             ));
         };
+        let serve = serve_flag();
         if let Some(n) = partitions {
             if !is_partitioned(dir) && dir.join("CURRENT").exists() {
                 return Err(CliError::Runtime(format!(
@@ -48,10 +71,24 @@ impl Store {
                     dir.display()
                 )));
             }
-            return Ok(Store::Parts(PartitionedDb::open(dir, n, open_options(create))?));
+            let opts = open_options(create);
+            return Ok(Store::Parts(match serve {
+                Some(s) => PartitionedDb::open_serving(dir, n, s, opts)?,
+                None => PartitionedDb::open(dir, n, opts)?,
+            }));
         }
         if is_partitioned(dir) {
-            return Ok(Store::Parts(PartitionedDb::open_existing(dir, open_options(false))?));
+            return Ok(Store::Parts(match serve {
+                // A node creates its own partitions with its first table.
+                Some(s) => PartitionedDb::open_serving(dir, partition_count(dir)?, s, open_options(create))?,
+                None => PartitionedDb::open_existing(dir, open_options(false)).map_err(|e| lacking(dir, e))?,
+            }));
+        }
+        if serve.is_some() {
+            return Err(CliError::Runtime(format!(
+                "{} is not a partitioned database: --serve needs one (create-table --partitions N)",
+                dir.display()
+            )));
         }
         Ok(Store::One(Db::open(dir, open_options(create))?))
     }

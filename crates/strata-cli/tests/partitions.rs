@@ -177,3 +177,82 @@ fn table_write_per_partition_then_ingest_matches_row_by_row() {
         assert_eq!(ok(&db, args), ok(&loaded, args), "{args:?}");
     }
 }
+
+#[test]
+fn a_serving_node_opens_its_partitions_only() {
+    let (_tmp, db) = new_db();
+    let node = |serve: &str, args: &[&str]| {
+        let mut all = vec!["--serve", serve];
+        all.extend_from_slice(args);
+        run(&db, &all)
+    };
+    let r = node("1,3", &["create-table", "--partitions", "4", SCHEMA]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let made = |i: usize| db.join(format!("p{i:03}")).exists();
+    assert_eq!((made(0), made(1), made(2), made(3)), (false, true, false, true));
+
+    // Node A (partitions 1 and 3) takes the rows that route there and refuses the rest.
+    let insert = |serve: &str, id: u64| {
+        node(
+            serve,
+            &[
+                "insert",
+                "users",
+                &format!(r#"{{"id": {id}, "name": "u{id}", "age": 30}}"#),
+            ],
+        )
+    };
+    let mut refused = Vec::new();
+    for id in 1..=24 {
+        let r = insert("1,3", id);
+        if r.code != Some(0) {
+            assert_fails(&r, 1, &["not served"]);
+            refused.push(id);
+        }
+    }
+    assert!(!refused.is_empty() && refused.len() < 24, "{refused:?}");
+    let mut served: Vec<u64> = (1..=24).filter(|id| !refused.contains(id)).collect();
+    let selected = |serve: &str| ids(&node(serve, &["select", "users", "--index", "by_age", "--eq", "30"]).stdout);
+    assert_eq!(selected("1,3").len(), served.len());
+    assert!(!made(0) && !made(2), "a serving node made another's partition");
+
+    // Without --serve the directory is incomplete: refused, and nothing is created.
+    assert_fails(
+        &run(&db, &["select", "users"]),
+        1,
+        &["lacks partitions [0, 2]", "--serve"],
+    );
+    assert!(!made(0) && !made(2));
+
+    // Node B creates its own partitions and takes exactly the rows A refused.
+    assert_eq!(node("0,2", &["create-table", SCHEMA]).code, Some(0));
+    for &id in &refused {
+        let r = insert("0,2", id);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+    assert_eq!(insert("0,2", served[0]).code, Some(1), "a row of node A accepted by B");
+    assert_eq!(selected("0,2"), refused);
+
+    // The whole directory now holds every row once, in index order (ties by id).
+    served.extend(&refused);
+    served.sort();
+    assert_eq!(
+        ids(&ok(&db, &["select", "users", "--index", "by_age", "--eq", "30"])),
+        served
+    );
+    for i in 0..4 {
+        ok(&db.join(format!("p{i:03}")), &["check"]);
+    }
+
+    // Bad serving lists, and --serve where no partitioned table is opened.
+    assert_fails(&node("4", &["tables"]), 1, &["partition 4"]);
+    assert_fails(&node("1", &["check"]), 2, &["--serve is for the table commands"]);
+    assert_fails(&node("1", &["keyspaces"]), 2, &["--serve is for the table commands"]);
+    let (_tmp2, plain) = new_db();
+    ok(&plain, &["create-table", SCHEMA]);
+    assert_fails(
+        &run(&plain, &["--serve", "0", "tables"]),
+        1,
+        &["not a partitioned database"],
+    );
+}
