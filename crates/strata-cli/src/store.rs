@@ -56,7 +56,8 @@ fn partition_count(dir: &Path) -> Result<usize> {
 impl Store {
     /// Opens `dir`: partitioned when it has a descriptor or `partitions` is given
     /// (creating it then, with that many partitions), else one database (created only
-    /// when `create`).
+    /// when `create`). With `--serve`, only those partitions of a partitioned one (a
+    /// serving node's, created when `create`).
     pub(crate) fn open(dir: Option<&Path>, create: bool, partitions: Option<usize>) -> Result<Store> {
         let Some(dir) = dir else {
             return Err(CliError::Usage(
