@@ -42,8 +42,8 @@ impl PartitionedDatabase {
     /// Opens `path`, creating it with `partitions` partitions if missing. `partitions`
     /// is required to create and, when given, must match the directory's; `None` opens
     /// an existing directory with the count it records. `serve`, a list of partition
-    /// numbers (and then `partitions` is required), opens only those: a serving node's
-    /// share, whose tables refuse rows of the other partitions.
+    /// numbers, opens only those: a serving node's share, whose tables refuse rows of
+    /// the other partitions (`partitions` is required when the directory is new).
     #[new]
     #[pyo3(signature = (path, partitions=None, serve=None, **options))]
     fn new(
@@ -58,9 +58,13 @@ impl PartitionedDatabase {
         let db = py
             .detach(move || match (partitions, serve) {
                 (Some(n), Some(s)) => PartitionedDb::open_serving(&p, n, &s, opts),
-                (None, Some(_)) => Err(strata::Error::InvalidArgument(
-                    "serve= needs partitions=, the directory's partition count".into(),
-                )),
+                (None, Some(s)) => match strata::partition::Descriptor::of_dir(&p)? {
+                    Some(d) => PartitionedDb::open_serving(&p, d.count, &s, opts),
+                    None => Err(strata::Error::InvalidArgument(format!(
+                        "{} is not a partitioned directory yet: serve= needs partitions=, the count to create it with",
+                        p.display()
+                    ))),
+                },
                 (Some(n), None) => PartitionedDb::open(&p, n, opts),
                 (None, None) => PartitionedDb::open_existing(&p, opts),
             })

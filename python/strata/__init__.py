@@ -56,9 +56,9 @@ def open_partitioned(
 ) -> PartitionedDatabase:
     """Opens the directory ``path`` of hash-partitioned tables, creating it with
     ``partitions`` partitions if missing (required then; checked against the directory
-    when given). ``serve``, a list of partition numbers (``partitions`` required),
-    opens only those: a serving node's share, whose tables refuse the other
-    partitions' rows. Use it as a context manager. ``options`` are ``open``'s, applied
+    when given). ``serve``, a list of partition numbers, opens only those: a serving
+    node's share, whose tables refuse the other partitions' rows (``partitions`` is
+    required when the directory is new). Use it as a context manager. ``options`` are ``open``'s, applied
     to every partition. See docs/python.md.
     """
     return PartitionedDatabase(path, partitions, serve, **options)

@@ -172,7 +172,13 @@ def test_serving_nodes_hold_their_partitions_only(tmp_path: Path) -> None:
     with strata.open_partitioned(tmp_path / "p") as whole:
         assert whole.serves == [0, 1, 2, 3]
         assert sorted(r["id"] for r in whole.table("t").select().all()) == sorted(r[0] for r in data)
+    # An existing directory records its count: serve= alone opens a node's share.
+    with strata.open_partitioned(tmp_path / "p", serve=[2]) as node:
+        assert node.partitions == 4 and node.serves == [2]
+        assert sorted(r["id"] for r in node.table("t").select().all()) == sorted(r[0] for r in by_part[2])
+    # A new directory needs the count to create it with, and nothing is created.
     with pytest.raises(strata.InvalidArgument, match="partitions="):
-        strata.open_partitioned(tmp_path / "p", serve=[0])
+        strata.open_partitioned(tmp_path / "new", serve=[0])
+    assert not (tmp_path / "new").exists()
     with pytest.raises(strata.InvalidArgument, match="does not exist"):
         strata.open_partitioned(tmp_path / "p", partitions=4, serve=[4])

@@ -48,9 +48,13 @@ fn lacking(dir: &Path, e: strata::Error) -> CliError {
 
 /// The number of partitions partitioned directory `dir` records.
 fn partition_count(dir: &Path) -> Result<usize> {
-    let path = dir.join(DESCRIPTOR_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| CliError::Runtime(format!("reading {}: {e}", path.display())))?;
-    Ok(Descriptor::decode(&bytes, &path)?.count)
+    match Descriptor::of_dir(dir)? {
+        Some(d) => Ok(d.count),
+        None => Err(CliError::Runtime(format!(
+            "{} is not a partitioned database",
+            dir.display()
+        ))),
+    }
 }
 
 impl Store {
