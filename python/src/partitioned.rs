@@ -58,13 +58,7 @@ impl PartitionedDatabase {
         let db = py
             .detach(move || match (partitions, serve) {
                 (Some(n), Some(s)) => PartitionedDb::open_serving(&p, n, &s, opts),
-                (None, Some(s)) => match strata::partition::Descriptor::of_dir(&p)? {
-                    Some(d) => PartitionedDb::open_serving(&p, d.count, &s, opts),
-                    None => Err(strata::Error::InvalidArgument(format!(
-                        "{} is not a partitioned directory yet: serve= needs partitions=, the count to create it with",
-                        p.display()
-                    ))),
-                },
+                (None, Some(s)) => PartitionedDb::open_existing_serving(&p, &s, opts),
                 (Some(n), None) => PartitionedDb::open(&p, n, opts),
                 (None, None) => PartitionedDb::open_existing(&p, opts),
             })

@@ -58,8 +58,9 @@ def open_partitioned(
     ``partitions`` partitions if missing (required then; checked against the directory
     when given). ``serve``, a list of partition numbers, opens only those: a serving
     node's share, whose tables refuse the other partitions' rows (``partitions`` is
-    required when the directory is new). Use it as a context manager. ``options`` are ``open``'s, applied
-    to every partition. See docs/python.md.
+    required when the directory is new); a node's directory opened without ``serve``
+    is refused. Use it as a context manager. ``options`` are ``open``'s, applied to
+    every partition. See docs/python.md.
     """
     return PartitionedDatabase(path, partitions, serve, **options)
 

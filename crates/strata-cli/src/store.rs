@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use strata::partition::{DESCRIPTOR_FILE, Descriptor, partition_dir_name};
+use strata::partition::DESCRIPTOR_FILE;
 use strata::table::schema::Schema;
 use strata::table::select::Query;
 use strata::table::value::Value;
@@ -29,32 +29,6 @@ pub(crate) enum AnyTable {
 /// True when `dir` is a partitioned directory.
 pub(crate) fn is_partitioned(dir: &Path) -> bool {
     dir.join(DESCRIPTOR_FILE).exists()
-}
-
-/// Error `e` of opening partitioned directory `dir` whole, naming the partitions it
-/// lacks when it lacks some: most likely a serving node's directory.
-fn lacking(dir: &Path, e: strata::Error) -> CliError {
-    let missing: Vec<usize> = partition_count(dir)
-        .map(|n| (0..n).filter(|&i| !dir.join(partition_dir_name(i)).exists()).collect())
-        .unwrap_or_default();
-    if missing.is_empty() {
-        return e.into();
-    }
-    CliError::Runtime(format!(
-        "{e}; {} lacks partitions {missing:?}: on a serving node, pass --serve with the partitions it holds",
-        dir.display()
-    ))
-}
-
-/// The number of partitions partitioned directory `dir` records.
-fn partition_count(dir: &Path) -> Result<usize> {
-    match Descriptor::of_dir(dir)? {
-        Some(d) => Ok(d.count),
-        None => Err(CliError::Runtime(format!(
-            "{} is not a partitioned database",
-            dir.display()
-        ))),
-    }
 }
 
 impl Store {
@@ -85,8 +59,8 @@ impl Store {
         if is_partitioned(dir) {
             return Ok(Store::Parts(match serve {
                 // A node creates its own partitions with its first table.
-                Some(s) => PartitionedDb::open_serving(dir, partition_count(dir)?, s, open_options(create))?,
-                None => PartitionedDb::open_existing(dir, open_options(false)).map_err(|e| lacking(dir, e))?,
+                Some(s) => PartitionedDb::open_existing_serving(dir, s, open_options(create))?,
+                None => PartitionedDb::open_existing(dir, open_options(false))?,
             }));
         }
         if serve.is_some() {

@@ -220,7 +220,7 @@ fn a_serving_node_opens_its_partitions_only() {
     assert_fails(
         &run(&db, &["select", "users"]),
         1,
-        &["lacks partitions [0, 2]", "--serve"],
+        &["lacks partitions [0, 2]", "serving"],
     );
     assert!(!made(0) && !made(2));
 

@@ -656,6 +656,19 @@ fn a_serving_handle_opens_its_partitions_only_and_refuses_the_others_rows() {
     let served_rows = ids.iter().filter(|&&id| mine(id)).count() as u64;
     assert_eq!(t.select(PRIMARY).count().expect("count"), served_rows);
     node.close().expect("close");
+    // Opened whole, a node's directory is refused, naming what it lacks, and gets no
+    // empty partitions of the other node's.
+    for whole in [
+        PartitionedDb::open_existing(&dir, small()),
+        PartitionedDb::open(&dir, n, small()),
+    ] {
+        let e = whole.expect_err("a node's directory opened whole");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("lacks partitions [0, 2]")),
+            "{e}"
+        );
+    }
+    assert_eq!(partition_dirs(&dir), vec!["p001", "p003"]);
 
     // The other node serves 0 and 2 of the same directory: the same count and hash.
     let other_node = PartitionedDb::open_serving(&dir, n, &[0, 2], small()).expect("open");
@@ -664,7 +677,11 @@ fn a_serving_handle_opens_its_partitions_only_and_refuses_the_others_rows() {
         t2.insert(row(id, id % 5, Some(1))).expect("insert");
     }
     other_node.close().expect("close");
-    // Opened whole, the directory holds every row once.
+    // Opened whole, the directory holds every row once; a node opens it with the count
+    // it records.
+    let other_node = PartitionedDb::open_existing_serving(&dir, &[2], small()).expect("open");
+    assert_eq!((other_node.count(), other_node.serves()), (n, vec![2]));
+    other_node.close().expect("close");
     let whole = PartitionedDb::open_existing(&dir, small()).expect("open");
     assert_eq!(whole.serves(), vec![0, 1, 2, 3]);
     let t = whole.table("t").expect("table");
@@ -694,4 +711,31 @@ fn bad_serving_lists_are_refused_and_create_nothing() {
         matches!(&e, Error::InvalidArgument(m) if m.contains("holds 4 partitions")),
         "{e}"
     );
+}
+
+#[test]
+fn a_create_interrupted_before_its_descriptor_is_created_again() {
+    let root = tempdir();
+    let dir = root.path().join("db");
+    // What a crash leaves while creating: some partitions, no descriptor yet (it is
+    // written last).
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    Db::open(dir.join("p001"), small())
+        .expect("partition")
+        .close()
+        .expect("close");
+    let e = PartitionedDb::open_existing(&dir, small()).expect_err("no descriptor");
+    assert!(matches!(&e, Error::NotADatabase { .. }), "{e}");
+    let e = PartitionedDb::open_existing_serving(&dir, &[1], small()).expect_err("no descriptor");
+    assert!(matches!(&e, Error::NotADatabase { .. }), "{e}");
+    // Opening with the count creates again: every partition, then the descriptor.
+    let db = PartitionedDb::open(&dir, 4, small()).expect("create");
+    assert_eq!(db.serves(), vec![0, 1, 2, 3]);
+    db.close().expect("close");
+    assert_eq!(partition_dirs(&dir), vec!["p000", "p001", "p002", "p003"]);
+    assert!(dir.join("PARTITIONS").exists());
+    PartitionedDb::open_existing(&dir, small())
+        .expect("reopen")
+        .close()
+        .expect("close");
 }

@@ -85,21 +85,6 @@ impl Descriptor {
         Ok(Descriptor { count, hash })
     }
 
-    /// The descriptor of directory `dir`, `None` when it has none (not partitioned, or
-    /// not created yet): how many partitions a serving node's directory, which holds
-    /// only some of them, is split into.
-    ///
-    /// ```
-    /// use strata::partition::Descriptor;
-    /// let dir = tempfile::tempdir().unwrap();
-    /// assert_eq!(Descriptor::of_dir(dir.path()).unwrap(), None);
-    /// strata::PartitionedDb::open_serving(dir.path(), 4, &[2], strata::Options::default()).unwrap().close().unwrap();
-    /// assert_eq!(Descriptor::of_dir(dir.path()).unwrap().map(|d| d.count), Some(4));
-    /// ```
-    pub fn of_dir(dir: impl AsRef<Path>) -> Result<Option<Descriptor>> {
-        Self::read(&crate::fs::RealFs, dir.as_ref())
-    }
-
     /// Reads the descriptor of `dir`, `None` when the directory has none.
     pub(crate) fn read(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<Option<Descriptor>> {
         let path = dir.join(DESCRIPTOR_FILE);

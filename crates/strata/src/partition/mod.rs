@@ -4,8 +4,9 @@
 //! Each partition is a whole [`Db`] in its own subdirectory (`p000`, `p001`, ...), with
 //! its own WAL, memtable, levels and compactions, so N writer threads on N partitions
 //! never share a lock. The directory's `PARTITIONS` file ([`descriptor`]) records N and
-//! the hash function; it is written before any partition exists and never changes, so
-//! a key always routes to the partition that holds it.
+//! the hash function; it is written once the partitions its creator opens exist
+//! ([`open_layout`]) and never changes, so a key always routes to the partition that
+//! holds it.
 //!
 //! Invariants:
 //! - A key lives only in partition [`HashFn::partition`]`(key, N)`; partitions hold
@@ -154,14 +155,11 @@ impl Partitions {
     }
 
     fn open_inner(dir: &Path, count: Option<usize>, opts: Options) -> Result<Partitions> {
-        let desc = open_descriptor(dir, count, &opts)?;
-        let dbs = (0..desc.count)
-            .map(|i| open_partition(dir, i, &opts))
-            .collect::<Result<Vec<_>>>()?;
+        let (hash, dbs) = open_layout(dir, count, None, &opts)?;
         Ok(Partitions {
             dir: dir.to_path_buf(),
-            hash: desc.hash,
-            dbs,
+            hash,
+            dbs: dbs.into_iter().flatten().collect(),
         })
     }
 
@@ -265,18 +263,37 @@ pub(crate) fn close_all(dbs: impl IntoIterator<Item = Db>) -> Result<()> {
     first
 }
 
+/// Partition `i` of a directory of `count`, which has no such partition.
+pub(crate) fn out_of_range(i: usize, count: usize) -> Error {
+    Error::InvalidArgument(format!("partition {i} does not exist: there are {count} (0..{count})"))
+}
+
 /// Subdirectory name of partition `i`.
 pub fn partition_dir_name(i: usize) -> String {
     format!("p{i:03}")
 }
 
-/// The descriptor of the partitioned directory `dir`, checked against `count` when
-/// given, or written (with `count` and the default hash) when `dir` has none and
-/// `opts` allow creating. Nothing is created on refusal.
-pub(crate) fn open_descriptor(dir: &Path, count: Option<usize>, opts: &Options) -> Result<Descriptor> {
+/// Opens the partitioned directory `dir`: its databases, partition `i`'s at index `i`,
+/// `None` for a partition not in `serve` (every one is opened without `serve`), and its
+/// hash. The descriptor is checked against `count` when given; a directory without one
+/// is created (with `count` and the default hash, when `opts` allow creating).
+///
+/// Invariant: **the descriptor is written last**, once the partitions its creator
+/// opens exist, so a crash while creating leaves no descriptor (the next open with the
+/// count creates again) and a descriptor means those partitions exist. A directory
+/// opened whole that lacks partitions is therefore a serving node's (it holds its own
+/// only): refused, naming them, rather than given the other nodes' partitions empty.
+/// A bad count or serving list is refused before anything is created.
+pub(crate) fn open_layout(
+    dir: &Path,
+    count: Option<usize>,
+    serve: Option<&[usize]>,
+    opts: &Options,
+) -> Result<(HashFn, Vec<Option<Db>>)> {
     opts.validate()?;
     let fs = opts.fs.clone();
-    match Descriptor::read(fs.as_ref(), dir)? {
+    let existing = Descriptor::read(fs.as_ref(), dir)?;
+    let desc = match existing {
         Some(d) => {
             if let Some(c) = count
                 && c != d.count
@@ -290,7 +307,7 @@ pub(crate) fn open_descriptor(dir: &Path, count: Option<usize>, opts: &Options) 
             if opts.error_if_exists {
                 return Err(Error::AlreadyExists(dir.display().to_string()));
             }
-            Ok(d)
+            d
         }
         None => {
             let Some(count) = count else {
@@ -305,23 +322,52 @@ pub(crate) fn open_descriptor(dir: &Path, count: Option<usize>, opts: &Options) 
                     reason: format!("no {DESCRIPTOR_FILE} file (and creating is off)"),
                 });
             }
-            fs.create_dir_all(dir)?;
-            let d = Descriptor {
+            Descriptor {
                 count,
                 hash: HashFn::Fnv1aFmix64,
-            };
-            d.write(fs.as_ref(), dir)?;
-            Ok(d)
+            }
+        }
+    };
+    if let Some(s) = serve {
+        if s.is_empty() {
+            return Err(Error::InvalidArgument("no partition to serve".into()));
+        }
+        if let Some(i) = s.iter().find(|&&i| i >= desc.count) {
+            return Err(out_of_range(*i, desc.count));
+        }
+    } else if existing.is_some() {
+        let lacks: Vec<usize> = (0..desc.count)
+            .filter(|&i| !fs.exists(&dir.join(partition_dir_name(i))))
+            .collect();
+        if !lacks.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{} lacks partitions {lacks:?} of {}: a serving node's directory, which holds its \
+                 own partitions only; open it serving those",
+                dir.display(),
+                desc.count
+            )));
         }
     }
-}
-
-/// Opens partition `i`'s database in `dir`, whose descriptor exists.
-pub(crate) fn open_partition(dir: &Path, i: usize, opts: &Options) -> Result<Db> {
-    let mut o = opts.clone();
-    // The descriptor exists, so every partition is part of the directory.
-    o.error_if_exists = false;
-    Db::open(dir.join(partition_dir_name(i)), o)
+    if existing.is_none() {
+        fs.create_dir_all(dir)?;
+    }
+    let mut dbs = Vec::with_capacity(desc.count);
+    for i in 0..desc.count {
+        dbs.push(match serve {
+            Some(s) if !s.contains(&i) => None,
+            _ => {
+                let mut o = opts.clone();
+                // `error_if_exists` is about the directory (checked above), not its
+                // partitions.
+                o.error_if_exists = false;
+                Some(Db::open(dir.join(partition_dir_name(i)), o)?)
+            }
+        });
+    }
+    if existing.is_none() {
+        desc.write(fs.as_ref(), dir)?;
+    }
+    Ok((desc.hash, dbs))
 }
 
 /// One snapshot per partition.

@@ -92,7 +92,10 @@ impl PartitionedDb {
     /// all `count` partitions; a statement whose row routes to a partition not served
     /// here, or an ingest into one, is `InvalidArgument`, and a select reads the served
     /// partitions (a router in front merges the nodes' streams). An empty `serve`, or a
-    /// partition `>= count`, is `InvalidArgument` and creates nothing.
+    /// partition `>= count`, is `InvalidArgument` and creates nothing. A node's directory
+    /// holds its partitions only, so opening it whole ([`open`](Self::open),
+    /// [`open_existing`](Self::open_existing)) is refused, naming the partitions it
+    /// lacks.
     ///
     /// ```
     /// use strata::table::{schema::Schema, value::Value};
@@ -109,30 +112,24 @@ impl PartitionedDb {
     /// }
     /// assert_eq!(node.serves(), vec![1, 3]);
     /// node.close().unwrap();
+    /// assert!(PartitionedDb::open_existing(dir.path(), strata::Options::default()).is_err());
     /// ```
     pub fn open_serving(dir: impl AsRef<Path>, count: usize, serve: &[usize], opts: Options) -> Result<PartitionedDb> {
         check_count(count)?;
-        if serve.is_empty() {
-            return Err(Error::InvalidArgument("no partition to serve".into()));
-        }
-        if let Some(i) = serve.iter().find(|&&i| i >= count) {
-            return Err(out_of_range(*i, count));
-        }
         Self::open_with(dir.as_ref(), Some(count), Some(serve), opts)
     }
 
+    /// [`open_serving`](Self::open_serving) of an existing directory, with the count it
+    /// records.
+    pub fn open_existing_serving(dir: impl AsRef<Path>, serve: &[usize], opts: Options) -> Result<PartitionedDb> {
+        Self::open_with(dir.as_ref(), None, Some(serve), opts)
+    }
+
     fn open_with(dir: &Path, count: Option<usize>, serve: Option<&[usize]>, opts: Options) -> Result<PartitionedDb> {
-        let desc = partition::open_descriptor(dir, count, &opts)?;
-        let mut dbs = Vec::with_capacity(desc.count);
-        for i in 0..desc.count {
-            dbs.push(match serve {
-                Some(s) if !s.contains(&i) => None,
-                _ => Some(partition::open_partition(dir, i, &opts)?),
-            });
-        }
+        let (hash, dbs) = partition::open_layout(dir, count, serve, &opts)?;
         Self::checked(PartitionedDb {
             dir: dir.to_path_buf(),
-            hash: desc.hash,
+            hash,
             dbs,
         })
     }
@@ -168,7 +165,7 @@ impl PartitionedDb {
     /// The partitions this handle serves: all of them unless opened with
     /// [`open_serving`](Self::open_serving).
     pub fn serves(&self) -> Vec<usize> {
-        self.served().map(|(i, _)| i).collect()
+        served_indexes(&self.dbs)
     }
 
     /// The directory.
@@ -179,11 +176,7 @@ impl PartitionedDb {
     /// The database of partition `i` (`InvalidArgument` when `i >= count()` or the
     /// partition is not served here).
     pub fn partition(&self, i: usize) -> Result<&Db> {
-        match self.dbs.get(i) {
-            Some(Some(db)) => Ok(db),
-            Some(None) => Err(not_served(i, self.count(), &self.serves())),
-            None => Err(out_of_range(i, self.count())),
-        }
+        served_at(&self.dbs, i)
     }
 
     /// Creates `schema`'s table in every partition served. A unique secondary index is
@@ -216,19 +209,14 @@ impl PartitionedDb {
 
     /// The table `name`, which every partition holds with the same schema.
     pub fn table(&self, name: &str) -> Result<PartitionedTable> {
-        let tables = self.tables_named(name)?;
-        let first = tables
-            .iter()
-            .flatten()
-            .next()
-            .ok_or_else(|| Error::NotFound(name.to_string()))?;
-        let router = Router::with_hash(&first.schema()?, self.count(), self.hash)?;
+        let (tables, schema) = self.tables_named(name)?;
+        let router = Router::with_hash(&schema, self.count(), self.hash)?;
         PartitionedTable::new(router, tables)
     }
 
     /// Table `name` of each served partition (`None` where not served), checked to
-    /// agree.
-    fn tables_named(&self, name: &str) -> Result<Vec<Option<Table>>> {
+    /// agree, and its schema.
+    fn tables_named(&self, name: &str) -> Result<(Vec<Option<Table>>, Schema)> {
         let mut tables = Vec::with_capacity(self.count());
         let mut first: Option<(usize, Schema)> = None;
         for (i, db) in self.dbs.iter().enumerate() {
@@ -257,7 +245,9 @@ impl PartitionedDb {
             }
             tables.push(Some(t));
         }
-        Ok(tables)
+        // A handle serves at least one partition (`open_layout`).
+        let (_, schema) = first.ok_or_else(|| Error::NotFound(name.to_string()))?;
+        Ok((tables, schema))
     }
 
     /// Names of the tables.
@@ -278,15 +268,27 @@ impl PartitionedDb {
     }
 }
 
-fn out_of_range(i: usize, count: usize) -> Error {
-    Error::InvalidArgument(format!("partition {i} does not exist: there are {count} (0..{count})"))
+/// Entry `i` of a per-partition list (`None` where the partition is not served).
+fn served_at<T>(parts: &[Option<T>], i: usize) -> Result<&T> {
+    match parts.get(i) {
+        Some(Some(t)) => Ok(t),
+        Some(None) => Err(Error::InvalidArgument(format!(
+            "partition {i} of {} is not served by this handle (it serves {:?}): its rows \
+             belong to another node",
+            parts.len(),
+            served_indexes(parts)
+        ))),
+        None => Err(partition::out_of_range(i, parts.len())),
+    }
 }
 
-fn not_served(i: usize, count: usize, serves: &[usize]) -> Error {
-    Error::InvalidArgument(format!(
-        "partition {i} of {count} is not served by this handle (it serves {serves:?}): its rows \
-         belong to another node"
-    ))
+/// The partitions a per-partition list serves.
+fn served_indexes<T>(parts: &[Option<T>]) -> Vec<usize> {
+    parts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.as_ref().map(|_| i))
+        .collect()
 }
 
 /// Routes a table's rows to partitions without a database: what [`PartitionedTable`]
@@ -396,17 +398,12 @@ impl PartitionedTable {
     /// The table in partition `i` (`InvalidArgument` when `i >= count()` or the
     /// partition is not served here).
     pub fn partition(&self, i: usize) -> Result<&Table> {
-        match self.tables.get(i) {
-            Some(Some(t)) => Ok(t),
-            Some(None) => Err(not_served(i, self.count(), &self.serves())),
-            None => Err(out_of_range(i, self.count())),
-        }
+        served_at(&self.tables, i)
     }
 
     /// The partitions served (see [`PartitionedDb::serves`]).
     pub fn serves(&self) -> Vec<usize> {
-        let served = self.tables.iter().enumerate().filter(|(_, t)| t.is_some());
-        served.map(|(i, _)| i).collect()
+        served_indexes(&self.tables)
     }
 
     /// The router of the table's rows.
