@@ -11,7 +11,7 @@
 //! valid internal keys in strictly increasing [`compare_internal`] order. Iteration still
 //! re-checks every read and reports errors rather than panicking.
 //!
-//! A decoded block also keeps its restart keys reduced to integers (`RestartSearch`),
+//! A decoded block also keeps its restart keys reduced to integers (`Restarts`),
 //! which a seek's binary search reads instead of the entries; the format is unchanged.
 
 use std::cmp::Ordering;
@@ -174,15 +174,14 @@ fn entry_at_varints(data: &[u8], off: usize, end: usize) -> std::result::Result<
 pub struct Block {
     data: Box<[u8]>,
     data_end: usize,
-    restarts: Box<[u32]>,
+    restarts: Restarts,
     entries: usize,
-    search: RestartSearch,
 }
 
-/// The restart points' keys reduced to integers when a block is decoded, so that a
-/// seek's binary search reads one small array rather than an entry of the block at
-/// each step: in a block not read lately, every step is a cache miss, and for a point
-/// lookup in a cached table they were the largest part of its time.
+/// A block's restart points, each with its key reduced to an integer when the block is
+/// decoded, so that a seek's binary search reads one small array rather than an entry
+/// of the block at each step: in a block not read lately every such read is a cache
+/// miss, and they were most of a point lookup's data-block seek in cached tables.
 ///
 /// Keys are compared as user keys zero-padded to a fixed length, which orders them as
 /// their user keys do whenever the padded forms differ (a shorter key that is a prefix
@@ -190,18 +189,25 @@ pub struct Block {
 /// forms (equal user keys, or keys that differ past the compared bytes) need the keys
 /// themselves, which the search then reads.
 #[derive(Debug, Default)]
-struct RestartSearch {
+struct Restarts {
     /// The first `common_len` bytes of every user key in the block (at most 16: those
-    /// of the first and last keys, which all keys between share), big-endian and
+    /// the first and last keys share, which all keys between share too), big-endian and
     /// zero-padded.
     common: u128,
     common_len: usize,
-    /// Per restart point, the next 8 bytes of its user key after the common ones,
-    /// big-endian and zero-padded.
-    prefixes: Box<[u64]>,
+    points: Box<[Restart]>,
 }
 
-/// Most common-prefix bytes a [`RestartSearch`] keeps.
+#[derive(Debug, Clone, Copy)]
+struct Restart {
+    /// Where the restart entry starts.
+    offset: u32,
+    /// The 8 bytes of its user key after the block's common ones, big-endian and
+    /// zero-padded.
+    prefix: u64,
+}
+
+/// Most common-prefix bytes [`Restarts`] keeps.
 const COMMON_MAX: usize = 16;
 
 /// `bytes`' first `N` bytes, zero-padded.
@@ -212,31 +218,52 @@ fn padded<const N: usize>(bytes: &[u8]) -> [u8; N] {
     out
 }
 
-impl RestartSearch {
-    /// Built from a block's restart keys and its last key.
-    fn new(restart_keys: &[&[u8]], last_key: &[u8]) -> RestartSearch {
-        let Some(first) = restart_keys.first() else {
-            return RestartSearch::default();
+impl Restarts {
+    /// The restart points at `offsets` of a block whose entries (`data[..data_end]`)
+    /// were validated and whose last key is `last_key`.
+    fn new(
+        data: &[u8],
+        data_end: usize,
+        offsets: impl ExactSizeIterator<Item = u32>,
+        last_key: &[u8],
+    ) -> std::result::Result<Restarts, DecodeError> {
+        // The first entry is a restart point (validated).
+        let first = match data_end {
+            0 => &[][..],
+            _ => user_key(restart_key_at(data, 0, data_end)?),
         };
-        let (first, last) = (user_key(first), user_key(last_key));
         let common_len = first
             .iter()
-            .zip(last)
+            .zip(user_key(last_key))
             .take_while(|(a, b)| a == b)
             .count()
             .min(COMMON_MAX);
-        RestartSearch {
-            common: u128::from_be_bytes(padded(&first[..common_len])),
-            common_len,
-            prefixes: restart_keys
-                .iter()
-                .map(|k| u64::from_be_bytes(padded(user_key(k).get(common_len..).unwrap_or_default())))
-                .collect(),
+        // Sized up front: collected through a `Result`, the vector would grow and then
+        // shrink, a reallocation per block read.
+        let mut points = Vec::with_capacity(offsets.len());
+        for offset in offsets {
+            let uk = user_key(restart_key_at(data, offset as usize, data_end)?);
+            let prefix = u64::from_be_bytes(padded(uk.get(common_len..).unwrap_or_default()));
+            points.push(Restart { offset, prefix });
         }
+        Ok(Restarts {
+            common: u128::from_be_bytes(padded(first.get(..common_len).unwrap_or_default())),
+            common_len,
+            points: points.into_boxed_slice(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Where restart point `i` starts (`usize::MAX` past the last).
+    fn offset(&self, i: usize) -> usize {
+        self.points.get(i).map_or(usize::MAX, |r| r.offset as usize)
     }
 
     /// How `user_key`'s first `common_len` bytes (zero-padded) compare to the block's,
-    /// and its next 8 bytes as [`prefixes`](Self::prefixes) holds them.
+    /// and its next 8 bytes as [`Restart::prefix`] holds them.
     fn reduce(&self, user_key: &[u8]) -> (Ordering, u64) {
         let head = u128::from_be_bytes(padded(user_key));
         let mask = match self.common_len {
@@ -248,29 +275,32 @@ impl RestartSearch {
     }
 }
 
+/// The full key of the restart entry at `off`.
+fn restart_key_at(data: &[u8], off: usize, data_end: usize) -> std::result::Result<&[u8], DecodeError> {
+    let e = entry_at(data, off, data_end)?;
+    if e.shared != 0 {
+        return derr(off, "restart entry shares a prefix");
+    }
+    Ok(data.get(e.delta).unwrap_or_default())
+}
+
 impl Block {
     /// Validates `bytes` as a block (see the module docs). Error offsets are relative to
     /// the block's first byte. Never panics.
     pub fn decode(bytes: Vec<u8>) -> std::result::Result<Block, DecodeError> {
         let (data_end, raw_restarts) = split_block(&bytes)?;
-        let restarts: Vec<u32> = raw_restarts
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
         let mut last = Vec::new();
         let entries = validate_entries(&bytes, data_end, raw_restarts, &mut last, |_| Ok::<(), DecodeError>(()))?;
-        let mut block = Block {
+        let offsets = raw_restarts
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let restarts = Restarts::new(&bytes, data_end, offsets, &last)?;
+        Ok(Block {
             data: bytes.into_boxed_slice(),
             data_end,
-            restarts: restarts.into_boxed_slice(),
+            restarts,
             entries,
-            search: RestartSearch::default(),
-        };
-        let keys = (0..block.restarts.len())
-            .map(|i| block.restart_key(i))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        block.search = RestartSearch::new(&keys, &last);
-        Ok(block)
+        })
     }
 
     /// Number of entries.
@@ -285,7 +315,7 @@ impl Block {
 
     /// Approximate memory held, used as the block-cache charge.
     pub fn charge(&self) -> usize {
-        std::mem::size_of::<Block>() + self.data.len() + 12 * self.restarts.len()
+        std::mem::size_of::<Block>() + self.data.len() + std::mem::size_of::<Restart>() * self.restarts.len()
     }
 
     /// An unpositioned iterator whose errors name no file (for tools and tests).
@@ -295,12 +325,7 @@ impl Block {
 
     /// The full key stored at restart point `i`.
     fn restart_key(&self, i: usize) -> std::result::Result<&[u8], DecodeError> {
-        let off = self.restarts.get(i).map_or(usize::MAX, |&r| r as usize);
-        let e = entry_at(&self.data, off, self.data_end)?;
-        if e.shared != 0 {
-            return derr(off, "restart entry shares a prefix");
-        }
-        Ok(self.data.get(e.delta).unwrap_or_default())
+        restart_key_at(&self.data, self.restarts.offset(i), self.data_end)
     }
 }
 
@@ -505,7 +530,7 @@ impl BlockIter {
 
     fn seek_to_restart(&mut self, i: usize) {
         self.invalidate();
-        self.next = self.block.restarts.get(i).map_or(usize::MAX, |&r| r as usize);
+        self.next = self.block.restarts.offset(i);
     }
 
     /// Steps through the block from the current entry on, calling `f` on each
@@ -673,15 +698,15 @@ impl InternalIterator for BlockIter {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        if self.block.restarts.is_empty() {
+        if self.block.restarts.len() == 0 {
             self.invalidate();
             return Ok(());
         }
         // Last restart point whose key is < target (else the first); the answer is at
         // or after it.
         let last = self.block.restarts.len() - 1;
-        let search = &self.block.search;
-        let lo = match search.reduce(user_key(target)) {
+        let restarts = &self.block.restarts;
+        let lo = match restarts.reduce(user_key(target)) {
             // Every key in the block is greater, or smaller.
             (Ordering::Less, _) => 0,
             (Ordering::Greater, _) => last,
@@ -689,7 +714,7 @@ impl InternalIterator for BlockIter {
                 let (mut lo, mut hi) = (0, last);
                 while lo < hi {
                     let mid = (lo + hi).div_ceil(2);
-                    let less = match search.prefixes.get(mid).map(|p| p.cmp(&prefix)) {
+                    let less = match restarts.points.get(mid).map(|r| r.prefix.cmp(&prefix)) {
                         Some(Ordering::Less) => true,
                         Some(Ordering::Greater) => false,
                         Some(Ordering::Equal) | None => match self.block.restart_key(mid) {
@@ -743,7 +768,8 @@ impl InternalIterator for BlockIter {
         let Some(ri) = self
             .block
             .restarts
-            .partition_point(|&r| (r as usize) < original)
+            .points
+            .partition_point(|r| (r.offset as usize) < original)
             .checked_sub(1)
         else {
             self.invalidate();
