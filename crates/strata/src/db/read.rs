@@ -29,13 +29,38 @@ struct Found {
     value: Vec<u8>,
 }
 
+/// What a point lookup expects to find, which decides whether the oldest run's filter
+/// is worth probing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// Any key: every filter is probed.
+    Any,
+    /// A key that almost surely exists, as the row an index entry names. The oldest
+    /// run's filter would answer "maybe" to it, at the cost of a cache miss, so that
+    /// run's block is read without asking (RocksDB's `optimize_filters_for_hits` makes
+    /// the same trade by not building the bottommost filters). Newer runs' filters
+    /// still spare their blocks.
+    Present,
+}
+
 impl DbInner {
     /// The visible value of `key` in keyspace `ks` at `snapshot`, plus the seqno of the
     /// version that produced it.
     pub fn get_versioned(&self, ks: u32, key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        self.get_expecting(ks, key, snapshot, Expect::Any)
+    }
+
+    /// [`get_versioned`](Self::get_versioned) of a key expected as `expect` says.
+    pub(crate) fn get_expecting(
+        &self,
+        ks: u32,
+        key: &[u8],
+        snapshot: SeqNo,
+        expect: Expect,
+    ) -> Result<Option<(SeqNo, Vec<u8>)>> {
         super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
-        get_in(&sv, &self.sst_cache, ks, key, snapshot)
+        get_in(&sv, &self.sst_cache, ks, key, snapshot, expect)
     }
 
     /// The latest visible value of `key`. The super version is taken before the seqno:
@@ -45,7 +70,7 @@ impl DbInner {
         super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
         let snapshot = self.visible_seq.load(std::sync::atomic::Ordering::Acquire);
-        get_in(&sv, &self.sst_cache, ks, key, snapshot)
+        get_in(&sv, &self.sst_cache, ks, key, snapshot, Expect::Any)
     }
 
     /// The latest version of `key` when the memtables alone decide it, with no I/O:
@@ -164,9 +189,19 @@ pub(crate) fn get_in(
     ks: u32,
     key: &[u8],
     snapshot: SeqNo,
+    expect: Expect,
 ) -> Result<Option<(SeqNo, Vec<u8>)>> {
     let Some(tree) = sv.version.keyspace(ks) else {
         return Err(crate::Error::NotFound(format!("keyspace id {ks} (dropped)")));
+    };
+    // The oldest run, (level, run), whose filter `Expect::Present` does not probe.
+    let unfiltered = match expect {
+        Expect::Any => None,
+        Expect::Present => tree
+            .levels
+            .iter()
+            .rposition(|l| !l.runs.is_empty())
+            .map(|li| (li, tree.levels[li].runs.len() - 1)),
     };
     let mut m = MemLookup::new(sv, ks, key, snapshot);
     let note_rts = |ts: &[RangeTombstone], rt_seq: &mut Option<SeqNo>| {
@@ -177,15 +212,16 @@ pub(crate) fn get_in(
         }
     };
     if !m.decided {
-        'levels: for level in &tree.levels {
-            for run in &level.runs {
+        'levels: for (li, level) in tree.levels.iter().enumerate() {
+            for (ri, run) in level.runs.iter().enumerate() {
+                let filter = unfiltered != Some((li, ri));
                 for f in run.files_for(key) {
                     let t = sst_cache.get(f.meta.number, f.meta.global_seq)?;
                     note_rts(t.range_tombstones(), &mut m.rt_seq);
                     if f.meta.min_seq > snapshot {
                         continue;
                     }
-                    if consider(t.get_paged(key, snapshot, pages_of(f, sst_cache))?, &mut m.best) {
+                    if consider(t.get_paged(key, snapshot, pages_of(f, sst_cache), filter)?, &mut m.best) {
                         break 'levels;
                     }
                 }
@@ -1250,6 +1286,74 @@ mod tests {
         assert_eq!(keys(b"c1")?, (true, vec![]));
         let scan = snap.scan_shared(&ks, prefixed(b"a9"))?;
         assert_eq!(scan.runs_in_range().count(), 1);
+        Ok(())
+    }
+
+    /// A lookup expecting its key reads the oldest run's block without asking its
+    /// filter, and finds what any lookup finds: keys in newer runs (whose filters are
+    /// still asked), deleted ones, and absent ones, which then cost a block read where
+    /// the filter would have spared it.
+    #[test]
+    fn a_lookup_expecting_its_key_skips_only_the_oldest_runs_filter() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            l0_compaction_trigger: 100,
+            l0_stall_trigger: 200,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts)?;
+        let ks = db.create_keyspace("k")?;
+        let key = |i: u32| format!("key{i:05}").into_bytes();
+        // The oldest run: even keys; a newer one: a few odd keys and deletes of evens.
+        for i in (0..400).step_by(2) {
+            ks.put(&key(i), b"old")?;
+        }
+        db.flush()?;
+        for i in (1..100).step_by(20) {
+            ks.put(&key(i), b"new")?;
+        }
+        for i in (0..100).step_by(40) {
+            ks.delete(&key(i))?;
+        }
+        db.flush()?;
+        let inner = db.inner();
+        let seq = inner.visible_seq.load(std::sync::atomic::Ordering::Acquire);
+        for i in 0..400 {
+            let any = inner.get_expecting(ks.id(), &key(i), seq, Expect::Any)?;
+            let present = inner.get_expecting(ks.id(), &key(i), seq, Expect::Present)?;
+            assert_eq!(present, any, "key {i}");
+            let want = if i < 100 && i % 40 == 0 {
+                None
+            } else if i < 100 && i % 20 == 1 {
+                Some(b"new".to_vec())
+            } else if i % 2 == 0 {
+                Some(b"old".to_vec())
+            } else {
+                None
+            };
+            assert_eq!(present.map(|(_, v)| v), want, "key {i}");
+        }
+        // Absent keys past the newer run's range, inside the oldest's: that run's
+        // filter turns nearly all of them away, unless it is skipped.
+        let block_reads = || {
+            let s = db.stats();
+            s.block_cache_hits + s.block_cache_misses
+        };
+        let absent: Vec<Vec<u8>> = (100..198).map(|i| format!("key{:05}x", 2 * i).into_bytes()).collect();
+        let before = block_reads();
+        for k in &absent {
+            assert_eq!(inner.get_expecting(ks.id(), k, seq, Expect::Any)?, None);
+        }
+        let asked = block_reads() - before;
+        let before = block_reads();
+        for k in &absent {
+            assert_eq!(inner.get_expecting(ks.id(), k, seq, Expect::Present)?, None);
+        }
+        let unasked = block_reads() - before;
+        assert!(
+            asked < 10 && unasked == 98,
+            "block reads: {asked} with filters, {unasked} without"
+        );
         Ok(())
     }
 

@@ -66,6 +66,15 @@ impl Snapshot {
         self.inner.get_versioned(ks.id(), key, self.seq)
     }
 
+    /// [`get_versioned`](Self::get_versioned) of a key that almost surely exists (the
+    /// row an index entry names): the oldest run's filter is not probed
+    /// ([`Expect::Present`](super::read::Expect)).
+    pub(crate) fn get_present(&self, ks: &Keyspace, key: &[u8]) -> Result<Option<(SeqNo, Vec<u8>)>> {
+        self.check(ks)?;
+        self.inner
+            .get_expecting(ks.id(), key, self.seq, super::read::Expect::Present)
+    }
+
     /// Scans `ks` as of the snapshot.
     pub fn scan(&self, ks: &Keyspace, range: impl KeyRange) -> Result<Scan> {
         self.scan_shared(ks, ScanRange::new(range))

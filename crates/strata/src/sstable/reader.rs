@@ -320,22 +320,24 @@ impl SstReader {
     /// The newest point entry for `user_key` with seqno <= `snapshot`: `(seq, kind,
     /// value)`. Range tombstones are not applied (see [`SstReader::range_tombstones`]).
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
-        self.get_paged(user_key, snapshot, None)
+        self.get_paged(user_key, snapshot, None, true)
     }
 
     /// [`SstReader::get`] reading a tiled table's pages as `pages` says: dropped ones
-    /// skipped, patched ones read from their patch files.
+    /// skipped, patched ones read from their patch files; without `filter`, the table's
+    /// filter is not probed (a key expected to be here, `db::read::Expect`).
     pub fn get_paged(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
         pages: Option<Pages<'_>>,
+        filter: bool,
     ) -> Result<Option<(SeqNo, ValueKind, Vec<u8>)>> {
-        if self.filter.is_some() {
+        if filter && self.filter.is_some() {
             LOOKUP_COUNTERS.bloom_probes.fetch_add(1, AtomicOrdering::Relaxed);
-        }
-        if !self.may_contain(user_key) {
-            return Ok(None);
+            if !self.may_contain(user_key) {
+                return Ok(None);
+            }
         }
         let target = match self.global_seq {
             Some(g) if g > snapshot => return Ok(None),

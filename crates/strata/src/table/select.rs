@@ -353,7 +353,7 @@ impl Rows {
         let (ikey, pk) = self.layout.split_secondary(ix, key)?;
         let snap = self.snapshot.as_ref().ok_or(Error::Closed)?;
         add(&self.rt.state.counters.primary_lookups, 1);
-        let visible = match snap.get_versioned(&self.primary, pk)? {
+        let visible = match snap.get_present(&self.primary, pk)? {
             Some((row_seq, bytes)) => Some((row_seq, self.layout.decode(&bytes)?)),
             None => None,
         };
