@@ -1245,19 +1245,26 @@ mod tests {
         })
     }
 
+    /// A database whose flushes stay separate level-0 runs (no compaction), with
+    /// keyspace "k".
+    fn open_keeping_runs(dir: &std::path::Path) -> Result<(Db, crate::Keyspace)> {
+        let opts = Options {
+            l0_compaction_trigger: 100,
+            l0_stall_trigger: 200,
+            ..Options::default()
+        };
+        let db = Db::open(dir, opts)?;
+        let ks = db.create_keyspace("k")?;
+        Ok((db, ks))
+    }
+
     /// Runs are left out by what their filters hold, which is every key a file has,
     /// tombstones included: a newer run holding only a delete of a key with the prefix
     /// is read (the delete hides the older put), a run holding no key with it is not.
     #[test]
     fn a_run_holding_only_a_tombstone_is_not_left_out() -> Result<()> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = Options {
-            l0_compaction_trigger: 100,
-            l0_stall_trigger: 200,
-            ..Options::default()
-        };
-        let db = Db::open(dir.path(), opts)?;
-        let ks = db.create_keyspace("k")?;
+        let (db, ks) = open_keeping_runs(dir.path())?;
         ks.set_filter_key(FilterKey::Fixed(NonZeroU8::MIN.saturating_add(1)))?;
         // Run 1: keys "a0" .. "a9", each with 10 suffixes.
         for i in 0..100u8 {
@@ -1296,13 +1303,7 @@ mod tests {
     #[test]
     fn a_lookup_expecting_its_key_skips_only_the_oldest_runs_filter() -> Result<()> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = Options {
-            l0_compaction_trigger: 100,
-            l0_stall_trigger: 200,
-            ..Options::default()
-        };
-        let db = Db::open(dir.path(), opts)?;
-        let ks = db.create_keyspace("k")?;
+        let (db, ks) = open_keeping_runs(dir.path())?;
         let key = |i: u32| format!("key{i:05}").into_bytes();
         // The oldest run: even keys; a newer one: a few odd keys and deletes of evens.
         for i in (0..400).step_by(2) {

@@ -906,6 +906,20 @@ mod tests {
         out
     }
 
+    /// `seek` and `seek_for_prev` to `t` land where a scan of the sorted `es` says.
+    fn check_seeks(it: &mut BlockIter, es: &[(Vec<u8>, Vec<u8>)], t: &[u8]) -> Result<(), TestCaseError> {
+        let ge = es.iter().find(|(k, _)| compare_internal(k, t) != Ordering::Less);
+        it.seek(t).expect("seek");
+        prop_assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|e| e.0.clone()));
+        let le = es
+            .iter()
+            .rev()
+            .find(|(k, _)| compare_internal(k, t) != Ordering::Greater);
+        it.seek_for_prev(t).expect("seek_for_prev");
+        prop_assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|e| e.0.clone()));
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn decode_accepts_exactly_the_strictly_ordered_runs(
@@ -924,12 +938,7 @@ mod tests {
             let mut it = block.iter();
             for (uk, seq) in probes {
                 let t = internal_key(format!("key{uk:05}").as_bytes(), seq, ValueKind::Put);
-                let ge = es.iter().find(|(k, _)| compare_internal(k, &t) != Ordering::Less);
-                it.seek(&t).expect("seek");
-                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|e| e.0.clone()));
-                let le = es.iter().rev().find(|(k, _)| compare_internal(k, &t) != Ordering::Greater);
-                it.seek_for_prev(&t).expect("seek_for_prev");
-                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|e| e.0.clone()));
+                check_seeks(&mut it, &es, &t)?;
             }
         }
 
@@ -958,12 +967,7 @@ mod tests {
                 // Some probes leave the common head, falling before or after the block.
                 let uk = if in_head { with_head(&tail) } else { tail.clone() };
                 let t = internal_key(&uk, seq, ValueKind::Put);
-                let ge = es.iter().find(|(k, _)| compare_internal(k, &t) != Ordering::Less);
-                it.seek(&t).expect("seek");
-                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), ge.map(|e| e.0.clone()));
-                let le = es.iter().rev().find(|(k, _)| compare_internal(k, &t) != Ordering::Greater);
-                it.seek_for_prev(&t).expect("seek_for_prev");
-                prop_assert_eq!(it.valid().then(|| it.key().to_vec()), le.map(|e| e.0.clone()));
+                check_seeks(&mut it, &es, &t)?;
             }
         }
 
