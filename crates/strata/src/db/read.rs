@@ -407,8 +407,13 @@ impl PlainKeys<'_> {
             if !*self.has_key && !in_lower(self.lower, uk) {
                 return Plain::Skip;
             }
+            // Only a key that differs from the bound within its own length speaks for
+            // the keys after it; one that is the bound or a prefix of it does not (its
+            // successors may extend it past the bound).
             *self.upper_lcp = match self.upper {
-                Bound::Included(u) | Bound::Excluded(u) => common_prefix(uk, u),
+                Bound::Included(u) | Bound::Excluded(u) => Some(common_prefix(uk, u))
+                    .filter(|&l| l < uk.len())
+                    .unwrap_or(usize::MAX),
                 Bound::Unbounded => usize::MAX,
             };
         }
@@ -1243,6 +1248,38 @@ mod tests {
             upper: Bound::Excluded(upper),
             prefix: Some(p.to_vec()),
         })
+    }
+
+    /// A scan's upper bound holds for keys that extend the last key taken: with the
+    /// bound that key itself, or a key it is a prefix of, the next key shares more
+    /// bytes with it than it does with the bound, yet lies past the bound.
+    #[test]
+    fn keys_extending_the_bound_stay_outside_it() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let ks = db.create_keyspace("k")?;
+        for k in [&b"a"[..], b"a\0", b"a\0\x01", b"a\0\x02", b"a\0b", b"b"] {
+            ks.put(k, k)?;
+        }
+        // One run and an empty memtable: the one-run path.
+        db.flush()?;
+        let keys = |lo: Bound<&[u8]>, hi: Bound<&[u8]>| -> Result<Vec<Vec<u8>>> {
+            let range = (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec));
+            let mut each = Vec::new();
+            ks.scan(range.clone())?
+                .for_each_key(0, &mut |k| each.push(k.to_vec()))?;
+            let got: Vec<Vec<u8>> = ks.scan(range)?.map(|e| e.map(|(k, _)| k)).collect::<Result<_>>()?;
+            assert_eq!(each, got);
+            Ok(got)
+        };
+        let v = |ks: &[&[u8]]| ks.iter().map(|k| k.to_vec()).collect::<Vec<_>>();
+        use Bound::{Excluded, Included, Unbounded};
+        assert_eq!(keys(Unbounded, Included(b"a"))?, v(&[b"a"]));
+        assert_eq!(keys(Unbounded, Excluded(b"a\0\x01"))?, v(&[b"a", b"a\0"]));
+        assert_eq!(keys(Unbounded, Included(b"a\0\x01"))?, v(&[b"a", b"a\0", b"a\0\x01"]));
+        assert_eq!(keys(Included(b"a\0"), Excluded(b"a\0\x02"))?, v(&[b"a\0", b"a\0\x01"]));
+        assert_eq!(keys(Unbounded, Excluded(b"a\0b"))?.len(), 4);
+        Ok(())
     }
 
     /// A database whose flushes stay separate level-0 runs (no compaction), with

@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use strata::{Db, Keyspace, Options, Snapshot, WriteBatch};
 
-/// Keys are `k0000`..`k0199`; bounds may go one past the end.
+/// Key indexes are `0..UNIVERSE`; bounds may go one past the end.
 pub const UNIVERSE: u16 = 200;
 /// Keyspaces the harness may use, the first being the default one.
 pub const KS_NAMES: [&str; 3] = ["default", "ks1", "ks2"];
@@ -27,8 +27,13 @@ pub const KS_NAMES: [&str; 3] = ["default", "ks1", "ks2"];
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// Key `i`, ascending with `i`: in threes, a base `k0000`, `k0001`, ..., then the base
+/// followed by a zero byte, then by zero and one. Keys that extend others (and bounds
+/// that are prefixes of keys) reach the cases fixed-width keys never do.
 pub fn key(i: u16) -> Vec<u8> {
-    format!("k{i:04}").into_bytes()
+    let mut k = format!("k{:04}", i / 3).into_bytes();
+    k.extend_from_slice([&[][..], &[0], &[0, 1]][usize::from(i % 3)]);
+    k
 }
 
 /// A value unique to the operation that wrote it (`tag`) and its key; `len == 0` gives
