@@ -26,8 +26,9 @@
 //!
 //! A crash before the edit is durable leaves unlisted files that the next open deletes;
 //! after it, all of them are in. Snapshots taken before see none of it (their seqno is
-//! below `G`). Recovery raises the seqno counter to at least the largest global seqno of
-//! a live file (`db::open`), whether or not the WAL still holds `G`.
+//! below `G`). Recovery raises the seqno counter to at least the largest seqno of a live
+//! file (`db::open`: a listed file's `G`, or a compaction output's `max_seq` once its
+//! entries were rewritten), whether or not the WAL still holds `G`.
 //!
 //! Placement keeps the version invariants (`version`): the files are newer than
 //! everything (invariant 2 and 3 need only care about overlapping keys, and no level at

@@ -200,7 +200,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
                 Ok(())
             },
         )?;
-        vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
+        vs.last_seq = vs.last_seq.max(last_seq).max(highest_file_seq(&vs.current()));
         return parts.finish(vs, mem, None);
     }
 
@@ -220,7 +220,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     fs.sync_dir(dir)?;
     vs.log_number = wal_number;
     // Only now: raised before the replay, it would skip logged writes below it.
-    vs.last_seq = vs.last_seq.max(last_seq).max(ingested_seq(&vs.current()));
+    vs.last_seq = vs.last_seq.max(last_seq).max(highest_file_seq(&vs.current()));
     vs.write_new_manifest()?;
     let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
     for n in fs.list(dir)? {
@@ -240,13 +240,15 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     parts.finish(vs, mem, Some(writer))
 }
 
-/// The largest global seqno of an ingested file: an ingest takes a seqno without
-/// logging it (`db::ingest`), and new writes must come after it.
-fn ingested_seq(v: &crate::version::Version) -> u64 {
+/// The largest seqno a live file holds: new writes must come after it. An ingest's
+/// seqno is in the manifest only through its files (`db::ingest`; its WAL record may
+/// be lost with the unsynced tail), as their global seqno or, once a compaction has
+/// rewritten them, as its output's `max_seq`.
+fn highest_file_seq(v: &crate::version::Version) -> u64 {
     v.keyspaces
         .values()
         .flat_map(|k| k.files())
-        .filter_map(|f| f.meta.global_seq)
+        .map(|f| f.meta.global_seq.unwrap_or(f.meta.max_seq))
         .max()
         .unwrap_or(0)
 }
