@@ -8,8 +8,10 @@
 mod fault_harness;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use fault_harness::{CrashMode, Fault, FaultSpec, FaultyFs, FileKind, Op, Target};
+use strata::fs::{FileSystem, RandomAccessFile, WritableFile};
 use strata::key::{ValueKind, internal_key};
 use strata::sstable::{ExternalSstWriter, SstOptions, SstWriter};
 use strata::{Db, Error, IngestOptions, Options, SyncPolicy};
@@ -266,6 +268,76 @@ fn linked_files_share_the_source_and_copies_do_not() {
     std::fs::remove_file(&b).unwrap();
     assert_eq!(get(&db, 50).as_deref(), Some("a:50"));
     assert_eq!(get(&db, 150).as_deref(), Some("b:150"));
+}
+
+/// The real file system, where this process may not write SSTables it did not create
+/// (as with read-only build output owned by another user; tests run as root, whom
+/// permissions do not stop).
+#[derive(Debug)]
+struct ReadOnlySources(Arc<dyn FileSystem>);
+
+impl FileSystem for ReadOnlySources {
+    fn create(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        self.0.create(path)
+    }
+    fn open_append(&self, path: &Path) -> strata::Result<Box<dyn WritableFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            return Err(Error::io(path, std::io::ErrorKind::PermissionDenied.into()));
+        }
+        self.0.open_append(path)
+    }
+    fn open(&self, path: &Path) -> strata::Result<Arc<dyn RandomAccessFile>> {
+        self.0.open(path)
+    }
+    fn read_all(&self, path: &Path) -> strata::Result<Vec<u8>> {
+        self.0.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> strata::Result<()> {
+        self.0.remove(path)
+    }
+    fn list(&self, dir: &Path) -> strata::Result<Vec<String>> {
+        self.0.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> strata::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> strata::Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.0.exists(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> strata::Result<()> {
+        self.0.hard_link(from, to)
+    }
+}
+
+/// A linked file that cannot be opened for writing (to sync it) is copied instead.
+#[test]
+fn a_source_that_cannot_be_written_is_copied_not_linked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = Options {
+        fs: Arc::new(ReadOnlySources(Arc::new(strata::fs::RealFs))),
+        ..small()
+    };
+    let db = Db::open(tmp.path().join("db"), opts).unwrap();
+    let a = external(tmp.path(), "a.sst", 0..100, "a");
+    let r = db
+        .ingest(&db.default_keyspace(), &[&a], IngestOptions { link_files: true })
+        .unwrap();
+    assert!(!r.files[0].linked);
+    std::fs::remove_file(&a).unwrap();
+    assert_eq!(get(&db, 50).as_deref(), Some("a:50"));
+    // Only the copy is left in the directory, no link beside it.
+    let ssts = dir_listing(&tmp.path().join("db"))
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .count();
+    assert_eq!(ssts, 1);
+    check_ok(&db, "after the copy");
 }
 
 #[test]

@@ -232,6 +232,14 @@ fn the_writer_refuses_unsorted_rows_bad_rows_and_unique_duplicates() {
     dup[3] = Value::from("u5@x");
     w.add(&dup).unwrap();
     assert!(matches!(w.finish(), Err(Error::Constraint(_))));
+    // A refused writer leaves its directory empty, for the next one.
+    assert_eq!(std::fs::read_dir(tmp.path().join("w")).unwrap().count(), 0);
+    let w = TableWriter::create(&s, tmp.path().join("w")).unwrap();
+    assert!(w.finish().unwrap_err().to_string().contains("no rows"));
+    assert_eq!(std::fs::read_dir(tmp.path().join("w")).unwrap().count(), 0);
+    let mut w = TableWriter::create(&s, tmp.path().join("w")).unwrap();
+    w.add(&row(1)).unwrap();
+    w.finish().unwrap();
     // A used directory is refused.
     let e = TableWriter::create(&s, tmp.path().join("w")).unwrap_err();
     assert!(matches!(e, Error::AlreadyExists(_)), "{e}");

@@ -267,8 +267,15 @@ impl DbInner {
             if opts.link_files && fs.hard_link(&s.source, &dest).is_ok() {
                 let info = external::check_copy(fs.open(&dest)?.as_ref(), &s.source, None)?;
                 // The source's writer may not have synced it (copied onto shared storage).
-                fs.open_append(&dest)?.sync()?;
-                return Ok((true, info));
+                // A file this process may not write (read-only build output) cannot be
+                // opened to sync: it is copied instead, as when it cannot be linked.
+                match fs.open_append(&dest) {
+                    Ok(mut f) => {
+                        f.sync()?;
+                        return Ok((true, info));
+                    }
+                    Err(_) => fs.remove(&dest)?,
+                }
             }
             // One pass: each piece read is checked, then written; synced once at the end.
             let mut out = fs.create(&dest)?;

@@ -244,7 +244,20 @@ impl TableWriter {
 
     /// Writes the index files and the descriptor. A unique index whose rows share a key
     /// (nulls aside) is an [`Error::Constraint`]; a writer without rows is refused.
+    /// Refused or failed, it leaves the directory empty, as it found it, for another
+    /// writer.
     pub fn finish(self) -> Result<TableFiles> {
+        let dir = self.dir.clone();
+        self.write_files().inspect_err(|_| {
+            // The directory was new or empty (`create_with`): every file in it is this
+            // writer's. Best effort: the error already says what went wrong.
+            for name in RealFs.list(&dir).unwrap_or_default() {
+                let _ = RealFs.remove(&dir.join(name));
+            }
+        })
+    }
+
+    fn write_files(self) -> Result<TableFiles> {
         if self.rows == 0 {
             return Err(Error::InvalidArgument(format!(
                 "{}: no rows to write",
