@@ -240,7 +240,8 @@ def _write_task(
         finally:
             if writer is not None:
                 writer.discard()
-                # A writer whose finish failed is discarded already, its files kept.
+                # A failed finish has emptied the directory already; a failure while
+                # adding rows leaves the files written so far.
                 shutil.rmtree(writer.directory, ignore_errors=True)
         yield pa.RecordBatch.from_pylist(
             results,

@@ -350,6 +350,14 @@ pub(crate) fn open_layout(
     }
     if existing.is_none() {
         fs.create_dir_all(dir)?;
+        if let Some(beyond) = fs
+            .list(dir)?
+            .iter()
+            .filter_map(|n| n.strip_prefix('p').filter(|d| d.len() >= 3)?.parse::<usize>().ok())
+            .find(|&i| i >= desc.count)
+        {
+            return Err(lost_descriptor(dir, beyond));
+        }
     }
     let mut dbs = Vec::with_capacity(desc.count);
     for i in 0..desc.count {
@@ -360,7 +368,13 @@ pub(crate) fn open_layout(
                 // `error_if_exists` is about the directory (checked above), not its
                 // partitions.
                 o.error_if_exists = false;
-                Some(Db::open(dir.join(partition_dir_name(i)), o)?)
+                let db = Db::open(dir.join(partition_dir_name(i)), o)?;
+                // A creation that crashed before the descriptor wrote nothing into its
+                // partitions (tables come after it).
+                if existing.is_none() && db.last_seq() > 0 {
+                    return Err(lost_descriptor(dir, i));
+                }
+                Some(db)
             }
         });
     }
@@ -368,6 +382,20 @@ pub(crate) fn open_layout(
         desc.write(fs.as_ref(), dir)?;
     }
     Ok((desc.hash, dbs))
+}
+
+/// A directory without its descriptor whose partition `i` holds data, or lies beyond
+/// the count asked for: opening it with a count would route rows anew, to partitions
+/// that do not hold them.
+fn lost_descriptor(dir: &Path, i: usize) -> Error {
+    Error::NotADatabase {
+        path: dir.to_path_buf(),
+        reason: format!(
+            "no {DESCRIPTOR_FILE} file, but partition {} exists from before: the descriptor \
+             is lost; restore it rather than create the partitions anew",
+            partition_dir_name(i)
+        ),
+    }
 }
 
 /// One snapshot per partition.
@@ -556,6 +584,44 @@ mod tests {
         assert_eq!(all, want);
         let back: Vec<_> = ks.scan_rev(..).expect("scan").map(|r| r.expect("entry").0).collect();
         assert_eq!(back, want.into_iter().rev().collect::<Vec<_>>());
+    }
+
+    /// A lost descriptor is not written anew over partitions holding data, with the
+    /// same count or another; partitions a crashed creation left empty are taken.
+    #[test]
+    fn a_lost_descriptor_is_not_recreated_over_data() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(DESCRIPTOR_FILE);
+        let p = Partitions::open(dir.path(), 4, Options::default()).expect("open");
+        let ks = p.keyspace("k").expect("ks");
+        for i in 0..40u32 {
+            ks.put(&i.to_be_bytes(), b"v").expect("put");
+        }
+        drop(ks);
+        p.close().expect("close");
+        let saved = std::fs::read(&path).expect("read");
+        std::fs::remove_file(&path).expect("remove");
+        for n in [2, 4, 8] {
+            let e = Partitions::open(dir.path(), n, Options::default()).expect_err("lost descriptor");
+            assert!(
+                matches!(e, Error::NotADatabase { .. }) && e.to_string().contains("descriptor is lost"),
+                "{e}"
+            );
+            assert!(!path.exists());
+        }
+        std::fs::write(&path, saved).expect("restore");
+        let p = Partitions::open_existing(dir.path(), Options::default()).expect("restored");
+        assert_eq!(p.keyspace("k").expect("ks").scan(..).expect("scan").count(), 40);
+        p.close().expect("close");
+        // Partitions with nothing written (a creation that crashed before its descriptor).
+        let fresh = dir.path().join("fresh");
+        Partitions::open(&fresh, 3, Options::default())
+            .expect("open")
+            .close()
+            .expect("close");
+        std::fs::remove_file(fresh.join(DESCRIPTOR_FILE)).expect("remove");
+        let p = Partitions::open(&fresh, 3, Options::default()).expect("created again");
+        assert_eq!(p.count(), 3);
     }
 
     #[test]
