@@ -476,6 +476,22 @@ fn partitions_that_disagree_on_a_table_are_refused_at_open() {
     let e = PartitionedDb::open_existing(&dir, small()).expect_err("differs in 2");
     assert!(matches!(e, Error::SchemaMismatch(_)), "{e}");
     assert!(e.to_string().contains("in partition 2"), "{e}");
+    // Missing from the first partition only: the same disagreement, not "no such table".
+    let dir = root.path().join("q");
+    PartitionedDb::open(&dir, 3, small())
+        .expect("open")
+        .close()
+        .expect("close");
+    let parts = Partitions::open_existing(&dir, small()).expect("partitions");
+    parts.db(1).create_table(schema("eager")).expect("create");
+    parts.db(2).create_table(schema("eager")).expect("create");
+    parts.close().expect("close");
+    let e = PartitionedDb::open_existing(&dir, small()).expect_err("missing in 0");
+    assert!(matches!(e, Error::SchemaMismatch(_)), "{e}");
+    assert!(
+        e.to_string().contains("exists in partition 1 but not in partition 0"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -224,13 +224,22 @@ impl PartitionedDb {
                 tables.push(None);
                 continue;
             };
-            let t = db.table(name).map_err(|e| match (e, &first) {
-                (Error::NotFound(_), Some((f, _))) => Error::SchemaMismatch(format!(
-                    "table {name:?} exists in partition {f} but not in partition {i} of {}: every \
-                     partition must hold it (an interrupted create_table?)",
-                    self.path().display()
-                )),
-                (e, _) => e,
+            let t = db.table(name).map_err(|e| {
+                // Held by a partition before this one, or else by one after it.
+                let holder = first.as_ref().map(|(f, _)| *f).or_else(|| {
+                    self.served()
+                        .skip_while(|(j, _)| *j <= i)
+                        .find(|(_, d)| d.table(name).is_ok())
+                        .map(|(j, _)| j)
+                });
+                match (e, holder) {
+                    (Error::NotFound(_), Some(f)) => Error::SchemaMismatch(format!(
+                        "table {name:?} exists in partition {f} but not in partition {i} of {}: every \
+                         partition must hold it (an interrupted create_table?)",
+                        self.path().display()
+                    )),
+                    (e, _) => e,
+                }
             })?;
             let s = t.schema()?;
             match &first {
