@@ -234,9 +234,12 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         sv.mem.wal_number()
     };
     let run = inner.versions.lock().new_file_number();
+    let ctx = inner.job_ctx_for(&sv)?;
+    #[cfg(test)]
+    tests::at_flush_gate(inner);
+    // Listed after the context (`job_ctx_for`).
     let snapshots = inner.snapshot_list();
     let obligations = inner.obligations();
-    let ctx = inner.job_ctx_for(&sv)?;
     let mut res = flush_memtable(
         &ctx,
         &mem,
@@ -525,6 +528,11 @@ impl DbInner {
     /// The job context with the delete keys, tile sizes and secondary range deletes of
     /// every keyspace that declares a delete key, and the keyspaces' kinds of filter, as
     /// of `sv`.
+    ///
+    /// A job lists the live snapshots after it makes its context: a snapshot missing
+    /// from the list then reads at or above every delete-where record the context
+    /// applies, and sees them. Listed before, a snapshot taken in between, followed by a
+    /// record, would have the job apply the record to versions that snapshot reads.
     pub(crate) fn job_ctx_for(&self, sv: &SuperVersion) -> Result<JobContext> {
         let mut jobs = BTreeMap::new();
         // Records are taken from a super version captured after `visible` was read: a
@@ -664,5 +672,76 @@ impl DbInner {
             }
         }
         r.map(|()| tally)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    use super::DbInner;
+    use crate::delete_key::{DeleteKey, TileChoice};
+    use crate::{Db, Options};
+
+    type Gate = (PathBuf, Box<dyn FnOnce() + Send>);
+
+    /// Runs once, in the next flush of the database at its path, between the flush's
+    /// job context and its snapshot list.
+    static FLUSH_GATE: Mutex<Option<Gate>> = Mutex::new(None);
+
+    pub(super) fn at_flush_gate(inner: &DbInner) {
+        let hook = {
+            let mut gate = FLUSH_GATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match gate.take() {
+                Some((dir, hook)) if dir == inner.dir => Some(hook),
+                other => {
+                    *gate = other;
+                    None
+                }
+            }
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// A snapshot taken while a flush runs, then a delete-where that covers a row the
+    /// flush writes: the snapshot still reads the row after the flush.
+    #[test]
+    fn a_snapshot_taken_during_a_flush_keeps_rows_a_later_delete_where_covers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let ks = db.create_keyspace("k").expect("ks");
+        ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
+            .expect("set dk");
+        ks.put(b"row", &[5, 50]).expect("put");
+        let (reached_tx, reached) = channel();
+        let (go_tx, go) = channel::<()>();
+        *FLUSH_GATE.lock().expect("gate") = Some((
+            dir.path().to_path_buf(),
+            Box::new(move || {
+                let _ = reached_tx.send(());
+                let _ = go.recv_timeout(Duration::from_secs(30));
+            }),
+        ));
+        std::thread::scope(|s| {
+            let flush = s.spawn(|| db.flush());
+            reached
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the flush reached the gate");
+            let snap = db.snapshot();
+            ks.delete_where(&[0], &[10]).expect("delete_where");
+            go_tx.send(()).expect("go");
+            flush.join().expect("flush thread").expect("flush");
+            assert_eq!(ks.get(b"row").expect("get"), None);
+            assert_eq!(
+                snap.get(&ks, b"row").expect("snapshot get").as_deref(),
+                Some(&[5, 50][..]),
+                "the snapshot predates the delete"
+            );
+        });
     }
 }
