@@ -163,6 +163,38 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert!(db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_none());
 }
 
+/// Files keep their pages' delete-key ranges, not the key they were taken by: once
+/// data is flushed under a delete key, a new key is refused (under it, a delete would
+/// drop pages of rows it does not cover); before, it is taken.
+#[test]
+fn the_delete_key_cannot_change_once_data_is_flushed_under_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let ks = db.create_keyspace("k").expect("create");
+    let by = |offset| DeleteKey::new(offset, 1).expect("dk");
+    ks.set_delete_key(by(0), TileChoice::Fixed(4)).expect("set");
+    for i in 0..1000u32 {
+        ks.put(&key(i), &[5, 50]).expect("put");
+    }
+    // In the memtable only: nothing is grouped by the key yet.
+    ks.set_delete_key(by(1), TileChoice::Fixed(4))
+        .expect("changed before a flush");
+    ks.set_delete_key(by(0), TileChoice::Fixed(4)).expect("and back");
+    db.compact_range().expect("compact");
+    let e = ks.set_delete_key(by(1), TileChoice::Fixed(4)).expect_err("refused");
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("flushed under it"),
+        "{e}"
+    );
+    assert_eq!(ks.delete_config().expect("config").map(|c| c.key), Some(by(0)));
+    // Under the kept key, a delete of [0, 10) covers nothing of byte 1's 50.
+    ks.delete_where(&[10], &[20]).expect("delete_where");
+    db.compact_range().expect("compact");
+    assert_eq!(scan_all(&ks).len(), 1000);
+    ks.delete_where(&[0], &[10]).expect("delete_where");
+    assert_eq!(scan_all(&ks).len(), 0);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Put(u32, u32),
