@@ -10,7 +10,9 @@ use std::borrow::Cow;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
+};
 use strata::table::schema::FieldType;
 use strata::table::value::Value;
 
@@ -117,7 +119,8 @@ pub fn from_value<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyAny> {
 /// A row from a `dict` (by field name; absent nullable fields are null) or a sequence
 /// (in field order).
 pub fn to_row(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec]) -> PyResult<Vec<Value>> {
-    if let Ok(d) = obj.cast::<PyDict>() {
+    if let Some(d) = as_dict(obj)? {
+        let d = &d;
         let mut row = Vec::with_capacity(fields.len());
         let mut used = 0;
         for f in fields {
@@ -194,8 +197,29 @@ fn sequence<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Vec<Bound<'py,
     if let Ok(l) = obj.cast::<PyList>() {
         return Ok(l.iter().collect());
     }
+    // Any other sequence but text and bytes, whose items would be characters.
+    let text =
+        obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>();
+    if !text && let Ok(seq) = obj.cast::<PySequence>() {
+        return seq.try_iter()?.collect();
+    }
     Err(PyTypeError::new_err(format!(
-        "{what} must be a dict, tuple or list, not {}",
+        "{what} must be a mapping (a dict) or a sequence (a tuple or list), not {}",
         type_name(obj)
     )))
+}
+
+/// `obj` as a dict when it is a mapping: itself when a `dict`, else a copy of its
+/// items (a `MappingProxyType`, a `UserDict`, any `collections.abc.Mapping`); `None`
+/// when it is not a mapping.
+pub fn as_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return Ok(Some(d.clone()));
+    }
+    let Ok(m) = obj.cast::<PyMapping>() else {
+        return Ok(None);
+    };
+    let d = PyDict::new(obj.py());
+    d.update(m)?;
+    Ok(Some(d))
 }

@@ -74,10 +74,10 @@ pub fn parse(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Opt
                     None
                 } else {
                     let s = float()?;
-                    if !(s.is_finite() && s > 0.0) {
-                        return Err(bad("a positive number of seconds"));
+                    match Duration::try_from_secs_f64(s) {
+                        Ok(d) if s > 0.0 => Some(d),
+                        _ => return Err(bad("a positive number of seconds (at most about 1.8e19)")),
                     }
-                    Some(Duration::from_secs_f64(s))
                 }
             }
             "tombstone_density_trigger" => {

@@ -29,7 +29,9 @@ pub fn ingest_dir(
 ) -> strata::Result<strata::IngestReport> {
     let report = ingest(dir, strata::IngestOptions { link_files: move_ })?;
     if move_ {
-        std::fs::remove_dir_all(dir).map_err(|e| strata::Error::io(dir, e))?;
+        // The rows are in: a directory that cannot be removed (another user's build
+        // output) must not make a successful ingest look failed, and retried.
+        let _ = std::fs::remove_dir_all(dir);
     }
     Ok(report)
 }
@@ -72,7 +74,9 @@ impl<T> Info<T> {
         pk_values(py, obj, &self.fields, &self.pk)
     }
 
-    pub fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
+    pub fn changes(&self, py: Python<'_>, changes: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Value)>> {
+        let changes = crate::convert::as_dict(changes)?
+            .ok_or_else(|| PyTypeError::new_err("changes must be a mapping of field names to values"))?;
         let mut set = Vec::with_capacity(changes.len());
         for (k, v) in changes.iter() {
             let name: String = k.extract()?;
@@ -214,7 +218,7 @@ impl TableBase {
 
     /// Sets the fields in `changes` (a dict) of the row with primary key `pk`; returns
     /// False when there is no such row.
-    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<bool> {
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = self.info.pk(py, pk)?;
         let set = self.info.changes(py, changes)?;
         engine(py, &self.alive, || {
@@ -313,7 +317,18 @@ pub fn parse_query<T>(
             .index(index)
             .ok_or_else(|| errors::new(py, "NotFoundError", format!("index {index:?}")))?;
         let pos = schema.index_positions(def).map_err(|e| errors::to_py(py, e))?;
-        pos.iter().map(|&i| &info.fields[i]).collect()
+        // The handle's fields are the table's when it was opened: a table dropped and
+        // made again since may have more.
+        pos.iter()
+            .map(|&i| info.fields.get(i))
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                errors::new(
+                    py,
+                    "SchemaError",
+                    "the table was redefined since this handle was opened",
+                )
+            })?
     };
     let mut q = Query::default();
     let mut n_eq = 0;
@@ -640,7 +655,7 @@ methods!(
     }
 
     /// Adds an update of the fields in `changes` (nothing if the row is absent).
-    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyDict>) -> PyResult<()> {
+    fn update(&self, py: Python<'_>, pk: &Bound<'_, PyAny>, changes: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self.info.pk(py, pk)?;
         let set = self.info.changes(py, changes)?;
         self.add(py, |t| {

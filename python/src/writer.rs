@@ -14,7 +14,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use strata::partition::{HashFn, check_count};
-use strata::table::encoding::{encode_key, try_encode_key};
+use strata::table::encoding::try_encode_key;
 use strata::table::schema::{KeyType, Schema};
 use strata::table::value::Value;
 use strata::table::writer::{TableFiles, TableWriterOptions};
@@ -320,10 +320,12 @@ impl Partitioner {
         row_or_pk(py, obj, &self.fields, &self.pk)
     }
 
-    fn encode(&self, values: &[Value]) -> Vec<u8> {
+    /// The key of `values`, refused (as a `SchemaError`) where a key cannot be made,
+    /// a null among them above all.
+    fn encode(&self, py: Python<'_>, values: &[Value]) -> PyResult<Vec<u8>> {
         let mut k = Vec::new();
-        encode_key(&mut k, values, &self.types);
-        k
+        try_encode_key(&mut k, values, &self.types).map_err(|e| errors::to_py(py, e))?;
+        Ok(k)
     }
 }
 
@@ -404,7 +406,7 @@ impl Partitioner {
     /// as the primary keys do.
     fn key<'py>(&self, py: Python<'py>, row_or_pk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let v = self.pk_values(py, row_or_pk)?;
-        Ok(PyBytes::new(py, &self.encode(&v)))
+        Ok(PyBytes::new(py, &self.encode(py, &v)?))
     }
 
     /// The partition (`0..partitions`) of a row (a dict, or a tuple/list of every field
@@ -412,7 +414,7 @@ impl Partitioner {
     /// or a tuple of the key's fields).
     fn partition_of(&self, py: Python<'_>, row_or_pk: &Bound<'_, PyAny>) -> PyResult<usize> {
         let v = self.pk_values(py, row_or_pk)?;
-        Ok(HashFn::Fnv1aFmix64.partition(&self.encode(&v), self.partitions))
+        Ok(HashFn::Fnv1aFmix64.partition(&self.encode(py, &v)?, self.partitions))
     }
 
     /// The partition of an encoded primary key (as `key` returns it).
@@ -434,7 +436,7 @@ impl Partitioner {
                 let cells: Vec<Bound<'py, PyAny>> = row.iter().map(|v| crate::convert::from_value(py, v)).collect();
                 PyTuple::new(py, cells)?.into_any()
             };
-            out.append((PyBytes::new(py, &self.encode(&pk)), tuple))?;
+            out.append((PyBytes::new(py, &self.encode(py, &pk)?), tuple))?;
         }
         Ok(out)
     }

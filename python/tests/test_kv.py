@@ -191,6 +191,9 @@ def test_options_are_checked(path: str) -> None:
         strata.open(path, sync="sometimes")
     with pytest.raises(strata.InvalidArgument, match="memtable_budget"):
         strata.open(path, memtable_budget=-5)
+    for seconds in (0.0, -1.0, float("nan"), float("inf"), 1e20):
+        with pytest.raises(strata.InvalidArgument, match="delete_persistence_threshold"):
+            strata.open(path, delete_persistence_threshold=seconds)
     with strata.open(path, sync="every_batch", compression="lz4", runs_per_level=3, size_ratio=4.0) as db:
         db[b"k"] = b"v"
         assert db.stats()["wal_syncs"] >= 1

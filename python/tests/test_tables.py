@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import math
+import types
+from collections.abc import Sequence
+from typing import overload
 
 import pytest
 
@@ -40,6 +44,37 @@ def test_int_accepted_for_f64_and_tuple_rows(db: strata.Database) -> None:
     t.insert((1, 2))
     assert t.get(1) == {"id": 1, "f": 2.0}
     assert isinstance(t.get(1)["f"], float)
+
+
+def test_any_mapping_or_sequence_is_a_row(db: strata.Database) -> None:
+    class Pair(Sequence[int]):
+        def __init__(self, a: int, b: int) -> None:
+            self.items = (a, b)
+
+        def __len__(self) -> int:
+            return 2
+
+        @overload
+        def __getitem__(self, i: int) -> int: ...
+        @overload
+        def __getitem__(self, i: slice) -> Sequence[int]: ...
+        def __getitem__(self, i: int | slice) -> int | Sequence[int]:
+            return self.items[i]
+
+    t = db.create_table("table t (id u64, v u64) primary key (id)")
+    t.insert(types.MappingProxyType({"id": 1, "v": 10}))
+    t.insert(collections.UserDict({"id": 2, "v": 20}))
+    t.insert(Pair(3, 30))
+    assert t.update(1, types.MappingProxyType({"v": 11})) is True
+    with t.transaction() as tx:
+        tx.replace(Pair(4, 40))
+        tx.update(2, collections.UserDict({"v": 21}))
+    assert [r["v"] for r in t.select("primary")] == [11, 21, 30, 40]
+    # Text is a sequence of characters, not of cells.
+    with pytest.raises(TypeError, match="mapping"):
+        t.insert("ab")
+    with pytest.raises(TypeError, match="mapping"):
+        t.update(1, [("v", 1)])  # type: ignore[arg-type]
 
 
 def test_statements(db: strata.Database) -> None:
@@ -174,6 +209,14 @@ def test_dict_schema(db: strata.Database) -> None:
     assert db.tables() == ["users"]
     db.drop_table("users")
     assert db.tables() == []
+
+
+def test_a_handle_to_a_redefined_table_is_refused(db: strata.Database) -> None:
+    t = db.create_table("table a (id u64) primary key (id)")
+    db.drop_table("a")
+    db.create_table("table a (id u64, x u64, y u64) primary key (id) index by_y (y)")
+    with pytest.raises(strata.SchemaError, match="redefined"):
+        t.select("by_y", eq=1)
 
 
 def test_create_and_drop_index(db: strata.Database) -> None:

@@ -203,6 +203,13 @@ def test_partitioner(tmp_path: Path) -> None:
         p.partition_of((1, 2))
     keyed = p.keyed([row, {"id": 1, "name": "a", "age": 2}])
     assert keyed == [(p.key(12), row), (p.key(1), (1, "a", 2, None))]
+    # A key cannot be null: no bytes or partition made up for one.
+    with pytest.raises(strata.SchemaError, match="not nullable"):
+        p.key(None)
+    with pytest.raises(strata.SchemaError, match="not nullable"):
+        p.partition_of({"id": None, "name": "x", "age": 1})
+    with pytest.raises(strata.SchemaError, match="not nullable"):
+        p.keyed([(None, "x", 1, None)])
     # Spark ships it to executors by pickling.
     q = pickle.loads(pickle.dumps(p))
     assert [q.partition_of(i) for i in range(100)] == [p.partition_of(i) for i in range(100)]
