@@ -26,11 +26,24 @@ use crate::pending::Pending;
 
 /// What every object of one open database shares: a `Db`, or a `PartitionedDb` for
 /// `strata.open_partitioned`.
-pub struct Shared<D = Db> {
+pub struct Shared<D: Send = Db> {
     /// `None` once closed.
     db: RwLock<Option<D>>,
     closed: AtomicBool,
     pub path: String,
+}
+
+impl<D: Send> Drop for Shared<D> {
+    /// A database never closed shuts down when its last object goes: it syncs its WAL
+    /// and waits for a running compaction, which must not stop every Python thread.
+    fn drop(&mut self) {
+        let Some(db) = self.db.get_mut().take() else {
+            return;
+        };
+        // Not attached (the interpreter shutting down): the closure, and the database
+        // in it, is dropped unrun, here.
+        let _ = Python::try_attach(move |py| py.detach(move || drop(db)));
+    }
 }
 
 /// Objects that raise `ClosedError` once their database is closed.
@@ -39,7 +52,7 @@ pub trait Alive {
     fn check(&self, py: Python<'_>) -> PyResult<()>;
 }
 
-impl<D> Alive for Shared<D> {
+impl<D: Send> Alive for Shared<D> {
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(errors::closed(py));

@@ -154,3 +154,40 @@ def test_the_gil_is_released_during_engine_work(path: str) -> None:
         assert end - start > 0.02, "too little work to tell"
         inside = [x for x in ticks if start < x < end]
         assert len(inside) >= 5, (end - start, len(inside))
+
+
+def test_the_gil_is_released_while_an_unclosed_database_shuts_down(path: str) -> None:
+    # Dropped without close(), a database shuts down when its last object goes: it
+    # waits for the compactions its writes started. Other threads run meanwhile.
+    span: list[float] = []
+
+    def load_and_drop() -> None:
+        db = strata.open(path, memtable_budget=1 << 20)
+        t = db.create_table("table t (id u64, a u64, s str) primary key (id) index by_a (a)")
+        pad = "x" * 200
+        for start in range(0, 200_000, 20_000):
+            with t.transaction() as txn:
+                for i in range(start, start + 20_000):
+                    txn.replace((i, i * 7 % 1000, pad))
+        del t, txn
+        span.append(time.perf_counter())
+        del db  # the last object of the database: it shuts down here
+        span.append(time.perf_counter())
+
+    th = threading.Thread(target=load_and_drop)
+    ticks: list[float] = []
+    th.start()
+    while th.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    th.join()
+    start, end = span
+    # Longer than the 5 ms switch interval: a thread holding the GIL throughout would
+    # leave this one no tick at all.
+    if end - start < 0.008:
+        pytest.skip(f"the shutdown took {end - start:.3f} s: too little to tell")
+    inside = [x for x in ticks if start < x < end]
+    assert len(inside) >= 3, (end - start, len(inside))
+    # Shut down whole: the directory opens again at once, with every row.
+    with strata.open(path) as db:
+        assert db.table("t").count() == 200_000
