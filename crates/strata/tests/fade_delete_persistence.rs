@@ -122,3 +122,51 @@ fn without_a_threshold_tombstones_stay() {
     let dirty = report.tables[0].indexes.iter().any(|ix| ix.dirty > 0);
     assert!(old_tombstone || dirty, "{report}\n{}", db.stats());
 }
+
+/// The puts a delete-where kills are written as tombstones where they hide older
+/// versions, in a flush or a compaction; those files carry a tombstone time like any
+/// other, so FADE takes the tombstones to the last level within the threshold.
+#[test]
+fn tombstones_a_delete_where_makes_are_timed_and_persisted() {
+    use strata::delete_key::{DeleteKey, TileChoice};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000 * SEC));
+    let db = Db::open(dir.path(), options(clock.clone(), true)).unwrap();
+    let ks = db.create_keyspace("k").unwrap();
+    ks.set_delete_key(DeleteKey::new(0, 1).unwrap(), TileChoice::Fixed(4))
+        .unwrap();
+    let key = |i: u32| format!("k{i:05}").into_bytes();
+    for i in 0..400 {
+        ks.put(&key(i), &[50; 40]).unwrap();
+    }
+    db.compact_range().unwrap();
+    // Newer versions the delete covers, over older ones it does not.
+    for i in 0..400 {
+        ks.put(&key(i), &[5; 40]).unwrap();
+    }
+    ks.delete_where(&[0], &[10]).unwrap();
+    db.flush().unwrap();
+    let timed = |db: &Db| {
+        db.live_files()
+            .iter()
+            .filter(|f| f.keyspace_name == "k" && f.tombstones > 0)
+            .all(|f| f.oldest_tombstone_time.is_some())
+    };
+    assert!(
+        db.live_files()
+            .iter()
+            .any(|f| f.keyspace_name == "k" && f.tombstones > 0)
+    );
+    assert!(timed(&db), "{:?}", db.live_files());
+    assert_eq!(ks.get(&key(7)).unwrap(), None);
+    // Past the threshold, with the background running, no tombstone is left.
+    for _ in 0..(D.as_secs() + 20) / 10 {
+        clock.advance(10 * SEC);
+        db.wait_for_background().unwrap();
+    }
+    let now = strata::Clock::now_micros(clock.as_ref());
+    let age = oldest_tombstone_age(&db, now);
+    assert!(age.is_none_or(|a| a < D.as_micros() as u64), "{}", db.stats());
+    assert!(timed(&db));
+    assert_eq!(ks.scan(..).unwrap().count(), 0);
+}

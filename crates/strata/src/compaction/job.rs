@@ -181,6 +181,7 @@ pub fn run_compaction(
         oldest_snapshot,
     };
     let mut zeroed = Vec::new();
+    let mut noted_kill = false;
     let mut merge = MergingIter::new(children, Direction::Forward);
     merge.seek_to_start()?;
     while merge.valid() {
@@ -202,7 +203,12 @@ pub fn run_compaction(
             (Decision::Keep, false) => out.add(ikey, merge.value())?,
             (Decision::Keep, true) => {
                 // Killed by a secondary range delete: it goes on as the tombstone it
-                // reads as.
+                // reads as, whose FADE clock starts here if no input's started earlier
+                // (the record keeps no time of its own).
+                if !noted_kill {
+                    out.note_tombstone_time(ctx.clock.now_micros());
+                    noted_kill = true;
+                }
                 sink.dropped_put(p.user_key, p.seq, merge.value())?;
                 out.add(&internal_key(p.user_key, p.seq, ValueKind::Delete), &[])?;
             }

@@ -112,7 +112,10 @@ fn flush_keyspace(
     let mut rules =
         DropRules::new(snapshots.to_vec(), false, keep_shadowed_tombstones, rts).with_deletes(ctx.deletes.get(&ks));
     let mut out = OutputWriter::new(ctx.for_output(ks, 0), ks, 0, run, rules.surviving_range_dels());
-    if mem.tombstones() > 0 || !extra.is_empty() || track_obligations {
+    // Puts a delete-where kills are written as tombstones too: their FADE clock starts
+    // no later than the memtable did.
+    let kills = ctx.deletes.get(&ks).is_some_and(|d| !d.records.is_empty());
+    if mem.tombstones() > 0 || !extra.is_empty() || track_obligations || kills {
         out.note_tombstone_time(mem.created_at());
     }
     if track_obligations {

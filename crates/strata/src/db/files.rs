@@ -25,7 +25,8 @@ pub struct LiveFile {
     /// Clock time (microseconds of `Options::clock`) of the oldest tombstone in the file,
     /// or of the oldest pending purge for a deferred table's primary file. It is never
     /// later than the time the tombstone was written (flushes use the memtable's
-    /// creation time, compactions the oldest time among their inputs), so "no live file
+    /// creation time, compactions the oldest time among their inputs, or their own for
+    /// a put a delete-where kills, written as a tombstone), so "no live file
     /// has a time older than `now - D`" implies every tombstone written before
     /// `now - D` is gone from disk.
     pub oldest_tombstone_time: Option<u64>,
