@@ -319,12 +319,13 @@ methods!(
 
     /// A new atomic batch; `with db.batch() as b:` commits it when the block ends
     /// without an exception.
-    fn batch(&self) -> WriteBatch {
-        WriteBatch {
+    fn batch(&self, py: Python<'_>) -> PyResult<WriteBatch> {
+        self.shared.check(py)?;
+        Ok(WriteBatch {
             shared: self.shared.clone(),
             default: self.default.clone(),
             batch: Pending::new(strata::WriteBatch::new(), "batch"),
-        }
+        })
     }
 
     /// A consistent read view of every keyspace and table as of now.
@@ -649,6 +650,8 @@ pub struct WriteBatch {
 
 impl WriteBatch {
     fn target<'a>(&'a self, py: Python<'_>, ks: Option<&'a Bound<'_, Keyspace>>) -> PyResult<&'a EngineKeyspace> {
+        // As every object of a closed database, an edit raises `ClosedError`.
+        self.shared.check(py)?;
         target(py, &self.shared, &self.default, ks)
     }
 

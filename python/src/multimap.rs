@@ -24,8 +24,9 @@ pub fn open(py: Python<'_>, shared: &Arc<Shared>, name: &str, create: bool) -> P
     })?;
     let map = EngineMultiMap::new(ks);
     if created {
-        // A new multimap's tables filter by key (`MultiMap::filter_by_key`).
-        map.filter_by_key().map_err(|e| errors::to_py(py, e))?;
+        // A new multimap's tables filter by key (`MultiMap::filter_by_key`): a manifest
+        // edit, made with the GIL released as all engine work is.
+        engine(py, shared, || map.filter_by_key())?;
     }
     Ok(MultiMap {
         shared: shared.clone(),

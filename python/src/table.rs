@@ -560,12 +560,13 @@ impl Table {
 
     /// A transaction: `with table.transaction() as t:` commits its statements atomically
     /// when the block ends without an exception.
-    fn transaction(&self) -> Transaction {
-        Transaction {
+    fn transaction(&self, py: Python<'_>) -> PyResult<Transaction> {
+        self.shared.check(py)?;
+        Ok(Transaction {
             shared: self.shared.clone(),
             info: self.info.clone(),
             txn: Pending::new(self.info.table.transaction(), "transaction"),
-        }
+        })
     }
 
     /// Adds a secondary index `name` on `fields`, building it from the existing rows.
@@ -622,6 +623,8 @@ pub struct Transaction {
 
 impl Transaction {
     fn add(&self, py: Python<'_>, f: impl FnOnce(&mut strata::table::Transaction)) -> PyResult<()> {
+        // As every object of a closed database, an edit raises `ClosedError`.
+        self.shared.check(py)?;
         self.txn.edit(py, f)
     }
 }

@@ -40,6 +40,12 @@ def test_everything_raises_after_close(path: str) -> None:
         lambda: t.select(),
         lambda: batch.commit(),
         lambda: txn.commit(),
+        lambda: batch.put(b"x", b"z"),
+        lambda: batch.delete(b"x"),
+        lambda: txn.insert((4,)),
+        lambda: txn.delete(1),
+        lambda: db.batch(),
+        lambda: t.transaction(),
     ):
         with pytest.raises(strata.ClosedError):
             call()
