@@ -375,8 +375,10 @@ fn synced_db_with_100_batches(dir: &Path) -> (Db, Options) {
     (db, opts)
 }
 
-#[test]
-fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
+/// The crash image of a database holding batches 0..100 of thread 0 in its WAL, all
+/// synced, with the last record cut short (as a crash mid-append leaves it); the image's
+/// directory, options and last WAL.
+fn crash_image_with_a_torn_tail() -> (tempfile::TempDir, Options, std::path::PathBuf) {
     let live = tempfile::tempdir().expect("tempdir");
     let (db, opts) = synced_db_with_100_batches(live.path());
     // The crash image: every batch was synced, and a crash leaves no clean close (which
@@ -412,7 +414,13 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
         .expect("open WAL");
     f.set_len(end as u64 - 3).expect("truncate");
     drop(f);
+    let last_wal = last_wal.clone();
+    (dir, opts, last_wal)
+}
 
+#[test]
+fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
+    let (dir, opts, _) = crash_image_with_a_torn_tail();
     let db = open_when_unlocked(dir.path(), opts.clone()).expect("reopen with a torn WAL tail");
     let other = db.keyspace("other").expect("other");
     assert_eq!(last_batch(&db, 0), Some(98), "exactly the last (torn) batch is lost");
@@ -432,6 +440,40 @@ fn torn_final_wal_record_is_dropped_and_the_rest_recovered() {
     let other = db.keyspace("other").expect("other");
     assert_eq!(last_batch(&db, 0), Some(119));
     check_thread(&db, &other, 0, Some(119), 130);
+}
+
+/// An open that crashed or failed after making its new WAL, before its manifest retired
+/// the old logs, leaves an empty log after the torn one: the torn tail is still where
+/// the log ends, and the next open recovers as it would have.
+#[test]
+fn a_torn_tail_followed_by_empty_logs_is_still_the_end_of_the_log() {
+    let (dir, opts, last_wal) = crash_image_with_a_torn_tail();
+    let n: u64 = last_wal
+        .file_name()
+        .and_then(|n| n.to_str()?.strip_suffix(".wal")?.parse().ok())
+        .expect("WAL number");
+    // One empty, one zeroed ahead (as a synced log's writer leaves it before a record).
+    std::fs::write(dir.path().join(format!("{:06}.wal", n + 5)), b"").expect("empty log");
+    std::fs::write(dir.path().join(format!("{:06}.wal", n + 9)), vec![0u8; 64 << 10]).expect("zeroed log");
+    let db = open_when_unlocked(dir.path(), opts.clone()).expect("reopen");
+    let other = db.keyspace("other").expect("other");
+    assert_eq!(last_batch(&db, 0), Some(98), "exactly the last (torn) batch is lost");
+    check_thread(&db, &other, 0, Some(98), 110);
+    // Damage is still damage: a torn log followed by one holding records is refused.
+    drop(other);
+    db.close().expect("close");
+    let (dir, opts, last_wal) = crash_image_with_a_torn_tail();
+    let n: u64 = last_wal
+        .file_name()
+        .and_then(|n| n.to_str()?.strip_suffix(".wal")?.parse().ok())
+        .expect("WAL number");
+    let later = dir.path().join(format!("{:06}.wal", n + 5));
+    let mut w = strata::wal::Writer::new(strata::fs::FileSystem::create(&strata::fs::RealFs, &later).expect("create"));
+    w.add_record(b"not a batch").expect("record");
+    w.sync().expect("sync");
+    drop(w);
+    let e = open_when_unlocked(dir.path(), opts).expect_err("torn log before a non-empty one");
+    assert!(e.is_corruption(), "{e}");
 }
 
 #[test]

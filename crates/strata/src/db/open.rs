@@ -511,7 +511,20 @@ fn scan_logs(
     logs.sort_unstable();
     let flushed_seq = vs.flushed_seq;
     let version = vs.version.clone();
-    let newest = logs.last().copied();
+    // The newest log holding a record: a log made by an open or a WAL switch that
+    // stopped before anything was written to it (or before its manifest retired the
+    // logs before it) carries nothing, and a torn tail before it is still where the log
+    // ends. A log that cannot be read counts as holding one (the scan reports it).
+    let mut newest = None;
+    for &n in logs.iter().rev() {
+        let holds = wal::Reader::open(fs.as_ref(), &dir.join(wal::log_file_name(n)))
+            .and_then(|mut r| r.next_record())
+            .map_or(true, |r| r.is_some());
+        if holds {
+            newest = Some(n);
+            break;
+        }
+    }
     let mut not_whole = Vec::new();
     let mut stopped = false;
     // Seqnos run on without gaps from record to record and from log to log (the write
