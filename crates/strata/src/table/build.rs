@@ -9,6 +9,11 @@
 //!    paused), and every entry written by concurrent statements is newer and sits in
 //!    level 0, so the level order stays true.
 //! 3. One edit installs those files and marks the index ready; compactions resume.
+//!
+//! The build knows its index by keyspace, not name: dropped during the build (and
+//! perhaps made again under its name), it fails and touches nothing of the new one. A
+//! build stopped by a crash leaves its index building; the next open drops it
+//! (`layer::Tables::start`).
 
 use super::Table;
 use super::catalog::{IndexEntry, TABLE_META_PREFIX, TableDef, index_keyspace_name};
@@ -65,8 +70,8 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     db.bg.lock().paused.remove(&keyspace);
     db.bg_cv.notify_all();
     if let Err(e) = r {
-        // Leave no half-built index behind.
-        let _ = table.drop_index(&name);
+        // Leave no half-built index behind (this build's: the name may be another's now).
+        let _ = table.drop_index_in(&name, Some(keyspace));
         return Err(e);
     }
     Ok(())
@@ -110,6 +115,8 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         out.add(k, v)?;
     }
     let (files, _) = out.finish()?;
+    #[cfg(test)]
+    tests::at_fill_gate(&db.dir);
     let _ddl = table.tables()?.ddl.write();
     let rt = match table.runtime() {
         Ok(rt) => rt,
@@ -124,6 +131,20 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
             return Err(e);
         }
     };
+    // The index this build made, by its keyspace: dropped during the build, its name
+    // may already be another build's.
+    if !rt.layout.indexes.iter().any(|i| i.keyspace == keyspace) {
+        for f in &files {
+            let _ = db
+                .opts
+                .fs
+                .remove(&db.dir.join(crate::sstable::sst_file_name(f.meta.number)));
+        }
+        return Err(Error::NotFound(format!(
+            "index {name:?} of table {:?} (dropped while it was being built)",
+            table.name()
+        )));
+    }
     let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
     let def = TableDef {
         schema: rt.layout.schema.clone(),
@@ -135,7 +156,7 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
             .map(|i| IndexEntry {
                 name: i.name.clone(),
                 keyspace: i.keyspace,
-                building: i.building && i.name != name,
+                building: i.building && i.keyspace != keyspace,
             })
             .collect(),
     };
@@ -146,4 +167,116 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     };
     db.install_edit(edit, None)?;
     db.catalog_changed()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::table::schema::Schema;
+    use crate::table::value::Value;
+    use crate::{Db, Options};
+
+    type Gate = (PathBuf, Box<dyn FnOnce() + Send>);
+
+    /// Runs once, in the next build of an index of the database at its path, after the
+    /// build wrote its files and before it installs them.
+    static FILL_GATE: Mutex<Option<Gate>> = Mutex::new(None);
+
+    pub(super) fn at_fill_gate(dir: &Path) {
+        let hook = {
+            let mut gate = FILL_GATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match gate.take() {
+                Some((d, hook)) if d == dir => Some(hook),
+                other => {
+                    *gate = other;
+                    None
+                }
+            }
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// An index dropped while it is being built, and made again under its name: the
+    /// first build fails and leaves the second index, complete, alone.
+    #[test]
+    fn a_build_whose_index_is_dropped_and_made_again_leaves_the_new_one_alone() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.create_table(Schema::parse("table t (id u64, u u64) primary key (id)")?)?;
+        for i in 0..50 {
+            t.insert(vec![Value::U64(i), Value::U64(i)])?;
+        }
+        let other = t.clone();
+        *FILL_GATE.lock().expect("gate") = Some((
+            dir.path().to_path_buf(),
+            Box::new(move || {
+                other.drop_index("by_u").expect("drop during the build");
+                other
+                    .create_index(IndexDef::new("by_u", &["u"], true))
+                    .expect("made again");
+            }),
+        ));
+        let e = t
+            .create_index(IndexDef::new("by_u", &["u"], true))
+            .expect_err("dropped");
+        assert!(
+            matches!(&e, Error::NotFound(m) if m.contains("dropped while it was being built")),
+            "{e}"
+        );
+        let ix = t.runtime()?.layout.index("by_u")?.clone();
+        assert!(!ix.building);
+        assert_eq!(t.select("by_u").count()?, 50);
+        assert!(matches!(
+            t.insert(vec![Value::U64(99), Value::U64(7)]),
+            Err(Error::Constraint(_))
+        ));
+        Ok(())
+    }
+
+    /// A build stopped by a crash leaves its index marked building in the catalog: the
+    /// next open drops it, so writes (held back by a building unique index) and selects
+    /// go on, and the index can be made again.
+    #[test]
+    fn an_index_left_building_by_a_crash_is_dropped_at_open() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let schema = Schema::parse("table t (id u64, u u64) primary key (id) index by_u unique (u)")?;
+        let row = |i: u64| vec![Value::U64(i), Value::U64(i)];
+        {
+            let db = Db::open(dir.path(), Options::default())?;
+            let t = db.create_table(schema)?;
+            for i in 0..10 {
+                t.insert(row(i))?;
+            }
+            // The catalog as a crash in the middle of the index's build leaves it.
+            let rt = t.runtime()?;
+            let mut indexes = rt.layout.index_entries();
+            for e in &mut indexes {
+                e.building = true;
+            }
+            let def = TableDef {
+                schema: rt.layout.schema.clone(),
+                primary: rt.layout.primary,
+                indexes,
+            };
+            db.set_meta(vec![(format!("{TABLE_META_PREFIX}t"), Some(def.encode()))])?;
+            db.close()?;
+        }
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.table("t")?;
+        assert!(t.runtime()?.layout.indexes.is_empty(), "the stale build is dropped");
+        assert!(matches!(t.select("by_u").rows(), Err(Error::NotFound(_))));
+        t.insert(row(10))?;
+        t.create_index(IndexDef::new("by_u", &["u"], true))?;
+        assert_eq!(t.select("by_u").count()?, 11);
+        assert!(matches!(
+            t.insert(vec![Value::U64(11), Value::U64(3)]),
+            Err(Error::Constraint(_))
+        ));
+        Ok(())
+    }
 }

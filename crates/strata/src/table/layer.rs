@@ -87,6 +87,30 @@ impl Extension for Tables {
     }
 
     fn start(&self, engine: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
+        // An index still building was stopped by a crash or a kill (`build`): nothing
+        // resumes it, and left building it would keep selects out and hold back every
+        // write's unique check. Dropped; `create_index` makes it anew.
+        let stale: Vec<(String, String, u32)> = self
+            .catalog
+            .read()
+            .tables
+            .iter()
+            .flat_map(|(t, rt)| {
+                rt.layout
+                    .indexes
+                    .iter()
+                    .filter(|i| i.building)
+                    .map(|i| (t.clone(), i.name.clone(), i.keyspace))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (table, index, keyspace) in stale {
+            super::Table {
+                db: engine.clone(),
+                name: table.into(),
+            }
+            .drop_index_in(&index, Some(keyspace))?;
+        }
         let db = engine.clone();
         let h = std::thread::Builder::new()
             .name("strata-purge".into())

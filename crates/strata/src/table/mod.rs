@@ -395,9 +395,19 @@ impl Table {
 
     /// Drops a secondary index and its pending deferred deletes.
     pub fn drop_index(&self, name: &str) -> Result<()> {
+        self.drop_index_in(name, None)
+    }
+
+    /// [`drop_index`](Self::drop_index) of the index `name` only while its keyspace is
+    /// `keyspace` (when given; else nothing is dropped): a failed or stale build drops
+    /// its own index, not another made under the same name since.
+    pub(crate) fn drop_index_in(&self, name: &str, keyspace: Option<u32>) -> Result<()> {
         let _ddl = self.tables()?.ddl.write();
         let rt = self.runtime()?;
         let ix = rt.layout.index(name)?.clone();
+        if keyspace.is_some_and(|k| k != ix.keyspace) {
+            return Ok(());
+        }
         let mut schema = rt.layout.schema.clone();
         let pos = schema
             .indexes
