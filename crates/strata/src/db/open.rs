@@ -743,6 +743,12 @@ fn flush_recovered(
     let run = vs.new_file_number();
     let version = vs.current();
     let res = flush_memtable(ctx, mem, &version, &[], run, obligations, opts.deferred_sort_memory)?;
+    if !res.edit.new_files.is_empty() {
+        // The new files' names must be durable before the manifest names them (as in
+        // `DbInner::install_edit`): only the first edit of an open rolls the manifest,
+        // which syncs the directory.
+        ctx.fs.sync_dir(&ctx.dir)?;
+    }
     vs.log_and_apply(res.edit)?;
     Ok(())
 }
