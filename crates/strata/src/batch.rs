@@ -304,6 +304,19 @@ impl WriteBatch {
             return Err(format!("batch says {count} ops but holds {n}"));
         }
         batch.seqs = last as u32;
+        // Seqnos start at 1 and fit in the 56 bits a key's trailer keeps; replay adds
+        // the count to the base.
+        if seq == 0
+            || seq
+                .checked_add(batch.seq_count())
+                .is_none_or(|end| end - 1 > crate::key::MAX_SEQNO)
+        {
+            return Err(format!(
+                "seqnos {seq} and on (for {} operations) are outside 1..={}",
+                batch.seq_count(),
+                crate::key::MAX_SEQNO
+            ));
+        }
         Ok((seq, batch))
     }
 }
@@ -415,6 +428,36 @@ mod tests {
         );
         assert!(WriteBatch::decode_record(&rec[..rec.len() - 1]).is_err());
         assert_eq!(back.seq_count(), 4);
+    }
+
+    /// A record's seqnos must fit a key's trailer: replay adds the count to the base,
+    /// and a checksum-valid record with a base near the top would wrap or be cut.
+    #[test]
+    fn records_with_seqnos_out_of_range_are_refused() {
+        let mut b = WriteBatch::new();
+        b.put(&1u32, b"a", b"1");
+        b.put(&1u32, b"b", b"2");
+        let decode = |base: SeqNo| {
+            let mut rec = Vec::new();
+            b.encode_record(base, &mut rec);
+            WriteBatch::decode_record(&rec).map(|(s, _)| s)
+        };
+        assert_eq!(decode(1), Ok(1));
+        assert_eq!(decode(crate::key::MAX_SEQNO - 1), Ok(crate::key::MAX_SEQNO - 1));
+        for base in [
+            0,
+            crate::key::MAX_SEQNO,
+            crate::key::MAX_SEQNO + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let e = decode(base).expect_err("out of range");
+            assert!(e.contains("outside"), "{base}: {e}");
+        }
+        // An empty batch (an ingest's seqno) takes one seqno's place, and none past it.
+        let mut rec = Vec::new();
+        WriteBatch::new().encode_record(crate::key::MAX_SEQNO, &mut rec);
+        assert!(WriteBatch::decode_record(&rec).is_ok());
     }
 
     #[test]

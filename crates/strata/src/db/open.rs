@@ -586,7 +586,7 @@ fn scan_logs(
             let gap = match &expect {
                 Some((next, _, _)) => base != *next,
                 // The first record must not start past the flushed point.
-                None => base > flushed_seq + 1,
+                None => base > flushed_seq.saturating_add(1),
             };
             if check_gaps && gap {
                 if mode == RecoveryMode::PointInTime {

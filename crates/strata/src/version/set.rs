@@ -69,7 +69,7 @@ impl VersionSet {
             vs.absorb_counters(e);
         }
         for f in vs.current.live_files() {
-            vs.next_file_number.fetch_max(f + 1, Ordering::SeqCst);
+            vs.next_file_number.fetch_max(f.saturating_add(1), Ordering::SeqCst);
         }
         Ok(Some((vs, read)))
     }
