@@ -145,6 +145,8 @@ pub struct ManifestRead {
     pub path: PathBuf,
     /// The edits read, in order.
     pub edits: Vec<VersionEdit>,
+    /// Each edit's record offset in the manifest, by position in `edits`.
+    pub offsets: Vec<u64>,
     /// Offset of a torn tail (or, in the salvaging modes, of damage) where reading
     /// stopped; `None` when the manifest read to a clean end.
     pub stopped_at: Option<u64>,
@@ -181,11 +183,13 @@ pub fn read_current_with(fs: &dyn FileSystem, dir: &Path, mode: RecoveryMode) ->
             format!("CURRENT names {}, which is missing", manifest_file_name(number)),
         ));
     }
-    let (edits, stopped_at, valid_len) = read_manifest_with(fs, &path, mode)?;
+    let (read, stopped_at, valid_len) = read_edits(fs, &path, mode)?;
+    let (offsets, edits) = read.into_iter().unzip();
     Ok(Some(ManifestRead {
         number,
         path,
         edits,
+        offsets,
         stopped_at,
         valid_len,
     }))
@@ -214,6 +218,16 @@ pub fn read_manifest_with(
     path: &Path,
     mode: RecoveryMode,
 ) -> Result<(Vec<VersionEdit>, Option<u64>, u64)> {
+    let (read, stopped_at, valid_len) = read_edits(fs, path, mode)?;
+    Ok((read.into_iter().map(|(_, e)| e).collect(), stopped_at, valid_len))
+}
+
+/// Edits with their record offsets, where reading stopped short, and the valid length
+/// ([`read_manifest_with`]'s result).
+type EditsRead = (Vec<(u64, VersionEdit)>, Option<u64>, u64);
+
+/// [`read_manifest_with`], each edit with its record's offset.
+fn read_edits(fs: &dyn FileSystem, path: &Path, mode: RecoveryMode) -> Result<EditsRead> {
     let salvage = matches!(mode, RecoveryMode::PointInTime | RecoveryMode::SkipAnyCorruptedRecords);
     let mut reader = Reader::open(fs, path)?;
     let mut edits = Vec::new();
@@ -246,7 +260,7 @@ pub fn read_manifest_with(
                 ));
             }
         };
-        edits.push(edit);
+        edits.push((offset, edit));
     }
     let valid_len = reader.valid_len();
     if stopped_at.is_none()

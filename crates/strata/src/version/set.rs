@@ -48,6 +48,7 @@ impl VersionSet {
         };
         let number = read.number;
         let edits = std::mem::take(&mut read.edits);
+        let offsets = std::mem::take(&mut read.offsets);
         let mut vs = VersionSet {
             ctx,
             current: Arc::new(Version::default()),
@@ -62,7 +63,8 @@ impl VersionSet {
         let manifest_path = vs.ctx.dir.join(format!("MANIFEST-{number:06}"));
         for (i, e) in edits.iter().enumerate() {
             let (v, removed) = vs.current.apply(e, &vs.ctx).map_err(|reason| {
-                Error::corruption(&manifest_path, i as u64, format!("edit {i} does not apply: {reason}"))
+                let at = offsets.get(i).copied().unwrap_or(0);
+                Error::corruption(&manifest_path, at, format!("edit {i} does not apply: {reason}"))
             })?;
             vs.current = Arc::new(v);
             super::mark_obsolete(&removed);
@@ -218,5 +220,44 @@ impl VersionSet {
     /// The manifest's file number, if one is open.
     pub fn manifest_number(&self) -> Option<u64> {
         self.manifest.as_ref().map(|m| m.number())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::edit::tests::snapshot;
+
+    /// An edit that does not apply to the state before it is damage named with the
+    /// manifest and the edit's own record offset.
+    #[test]
+    fn an_edit_that_does_not_apply_is_named_by_its_offset() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn crate::fs::FileSystem> = Arc::new(crate::fs::RealFs);
+        let mut m = ManifestWriter::create(fs, dir.path(), 7, &snapshot()).expect("create");
+        m.log(&VersionEdit {
+            last_seq: Some(600),
+            ..Default::default()
+        })
+        .expect("log");
+        let at = m.size();
+        // File 99 was never added.
+        m.log(&VersionEdit {
+            deleted_files: vec![(0, 99)],
+            ..Default::default()
+        })
+        .expect("log");
+        drop(m);
+        let e = VersionSet::recover(FileContext::for_tests(dir.path()), crate::RecoveryMode::default(), true)
+            .map(|_| ())
+            .expect_err("refused");
+        match &e {
+            Error::Corruption { file, offset, reason } => {
+                assert!(file.ends_with("MANIFEST-000007"), "{e}");
+                assert_eq!(*offset, at, "{e}");
+                assert!(reason.contains("edit 2 does not apply"), "{e}");
+            }
+            _ => panic!("{e}"),
+        }
     }
 }
