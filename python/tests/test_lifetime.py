@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -133,6 +134,23 @@ def test_close_while_other_threads_read(path: str) -> None:
     assert outcomes == ["closed"] * 3
 
 
+def ticks_while(work: Callable[[list[float]], None]) -> tuple[float, float, list[float]]:
+    """Runs ``work`` in a thread, which appends the start and end of the span it
+    measures to the list it is given, while this thread ticks every millisecond;
+    returns the span and the ticks inside it. A thread holding the GIL through the
+    span leaves this one no tick in it."""
+    span: list[float] = []
+    th = threading.Thread(target=work, args=(span,))
+    ticks: list[float] = []
+    th.start()
+    while th.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    th.join()
+    start, end = span
+    return start, end, [x for x in ticks if start < x < end]
+
+
 def test_the_gil_is_released_during_engine_work(path: str) -> None:
     # A compaction of a few MB takes far longer than a switch interval; if the GIL were
     # held, this thread could not run at all meanwhile.
@@ -141,33 +159,22 @@ def test_the_gil_is_released_during_engine_work(path: str) -> None:
         with t.transaction() as txn:
             for i in range(60_000):
                 txn.replace((i, i * 7 % 1000, i * 13 % 1000))
-        span: list[float] = []
 
-        def compact() -> None:
+        def compact(span: list[float]) -> None:
             span.append(time.perf_counter())
             db.compact()
             db.check(compact_first=True)
             span.append(time.perf_counter())
 
-        th = threading.Thread(target=compact)
-        ticks: list[float] = []
-        th.start()
-        while th.is_alive():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-        th.join()
-        start, end = span
+        start, end, inside = ticks_while(compact)
         assert end - start > 0.02, "too little work to tell"
-        inside = [x for x in ticks if start < x < end]
         assert len(inside) >= 5, (end - start, len(inside))
 
 
 def test_the_gil_is_released_while_an_unclosed_database_shuts_down(path: str) -> None:
     # Dropped without close(), a database shuts down when its last object goes: it
     # waits for the compactions its writes started. Other threads run meanwhile.
-    span: list[float] = []
-
-    def load_and_drop() -> None:
+    def load_and_drop(span: list[float]) -> None:
         db = strata.open(path, memtable_budget=1 << 20)
         t = db.create_table("table t (id u64, a u64, s str) primary key (id) index by_a (a)")
         pad = "x" * 200
@@ -180,19 +187,11 @@ def test_the_gil_is_released_while_an_unclosed_database_shuts_down(path: str) ->
         del db  # the last object of the database: it shuts down here
         span.append(time.perf_counter())
 
-    th = threading.Thread(target=load_and_drop)
-    ticks: list[float] = []
-    th.start()
-    while th.is_alive():
-        ticks.append(time.perf_counter())
-        time.sleep(0.001)
-    th.join()
-    start, end = span
+    start, end, inside = ticks_while(load_and_drop)
     # Longer than the 5 ms switch interval: a thread holding the GIL throughout would
     # leave this one no tick at all.
     if end - start < 0.008:
         pytest.skip(f"the shutdown took {end - start:.3f} s: too little to tell")
-    inside = [x for x in ticks if start < x < end]
     assert len(inside) >= 3, (end - start, len(inside))
     # Shut down whole: the directory opens again at once, with every row.
     with strata.open(path) as db:

@@ -59,6 +59,8 @@ pub mod range_tombstone;
 pub mod repair;
 pub mod sstable;
 pub mod table;
+#[cfg(test)]
+mod test_gate;
 pub mod version;
 pub mod wal;
 

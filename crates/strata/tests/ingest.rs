@@ -96,15 +96,21 @@ struct Faulty {
     file: PathBuf,
 }
 
+/// `opts` on the fault-injecting `fs`, syncing every batch (so what was acknowledged
+/// must survive a crash).
+fn synced_on(fs: &Arc<FaultyFs>, opts: Options) -> Options {
+    Options {
+        fs: fs.clone(),
+        sync: SyncPolicy::EveryBatch,
+        ..opts
+    }
+}
+
 impl Faulty {
     fn new(seed: u64, opts: Options) -> Faulty {
         let tmp = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new(seed);
-        let opts = Options {
-            fs: fs.clone(),
-            sync: SyncPolicy::EveryBatch,
-            ..opts
-        };
+        let opts = synced_on(&fs, opts);
         let dir = tmp.path().join("db");
         let file = external(tmp.path(), "a.sst", 100..200, "a");
         let db = Db::open(&dir, opts.clone()).unwrap();
@@ -652,11 +658,7 @@ fn a_failed_directory_sync_while_the_manifest_rolls_leaves_the_ingest_all_in_or_
 fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new(at);
-    let opts = Options {
-        fs: fs.clone(),
-        sync: SyncPolicy::EveryBatch,
-        ..small()
-    };
+    let opts = synced_on(&fs, small());
     let dbdir = tmp.path().join("db");
     let a = external(tmp.path(), "a.sst", 0..300, "a");
     let b = external(tmp.path(), "b.sst", 300..600, "b");
@@ -717,11 +719,7 @@ fn power_loss_during_ingest(op: Op, at: u64, mode: CrashMode) -> bool {
 fn an_ingest_rewritten_by_a_compaction_keeps_its_seqno_through_power_loss() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new(1);
-    let opts = Options {
-        fs: fs.clone(),
-        sync: SyncPolicy::EveryBatch,
-        ..small()
-    };
+    let opts = synced_on(&fs, small());
     let dbdir = tmp.path().join("db");
     // Over the flushed keys, so the compaction merges it with them.
     let a = external(tmp.path(), "a.sst", 25..300, "a");

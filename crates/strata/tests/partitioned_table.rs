@@ -453,39 +453,38 @@ fn bad_counts_and_reopen_with_another_count_are_refused() {
     db.close().expect("close");
 }
 
+/// A directory of `n` partitions (no table) at `dir`, where each (partition, mode) of
+/// `tables` then gets table `t` behind the router's back.
+fn tables_behind_the_router(dir: &std::path::Path, n: usize, tables: &[(usize, &str)]) {
+    if !dir.exists() {
+        PartitionedDb::open(dir, n, small())
+            .expect("open")
+            .close()
+            .expect("close");
+    }
+    let parts = Partitions::open_existing(dir, small()).expect("partitions");
+    for &(i, mode) in tables {
+        parts.db(i).create_table(schema(mode)).expect("create");
+    }
+    parts.close().expect("close");
+}
+
 #[test]
 fn partitions_that_disagree_on_a_table_are_refused_at_open() {
     let root = tempdir();
     let dir = root.path().join("p");
-    PartitionedDb::open(&dir, 3, small())
-        .expect("open")
-        .close()
-        .expect("close");
-    // A table created behind the router's back in partitions 0 and 2 only, with
-    // another schema in partition 2.
-    let parts = Partitions::open_existing(&dir, small()).expect("partitions");
-    parts.db(0).create_table(schema("eager")).expect("create");
-    parts.db(2).create_table(schema("deferred")).expect("create");
-    parts.close().expect("close");
+    // In partitions 0 and 2 only, with another schema in partition 2.
+    tables_behind_the_router(&dir, 3, &[(0, "eager"), (2, "deferred")]);
     let e = PartitionedDb::open_existing(&dir, small()).expect_err("missing in 1");
     assert!(matches!(e, Error::SchemaMismatch(_)), "{e}");
     assert!(e.to_string().contains("not in partition 1"), "{e}");
-    let parts = Partitions::open_existing(&dir, small()).expect("partitions");
-    parts.db(1).create_table(schema("eager")).expect("create");
-    parts.close().expect("close");
+    tables_behind_the_router(&dir, 3, &[(1, "eager")]);
     let e = PartitionedDb::open_existing(&dir, small()).expect_err("differs in 2");
     assert!(matches!(e, Error::SchemaMismatch(_)), "{e}");
     assert!(e.to_string().contains("in partition 2"), "{e}");
     // Missing from the first partition only: the same disagreement, not "no such table".
     let dir = root.path().join("q");
-    PartitionedDb::open(&dir, 3, small())
-        .expect("open")
-        .close()
-        .expect("close");
-    let parts = Partitions::open_existing(&dir, small()).expect("partitions");
-    parts.db(1).create_table(schema("eager")).expect("create");
-    parts.db(2).create_table(schema("eager")).expect("create");
-    parts.close().expect("close");
+    tables_behind_the_router(&dir, 3, &[(1, "eager"), (2, "eager")]);
     let e = PartitionedDb::open_existing(&dir, small()).expect_err("missing in 0");
     assert!(matches!(e, Error::SchemaMismatch(_)), "{e}");
     assert!(

@@ -239,7 +239,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
     let run = inner.versions.lock().new_file_number();
     let ctx = inner.job_ctx_for(&sv)?;
     #[cfg(test)]
-    tests::at_flush_gate(inner);
+    tests::FLUSH_GATE.pass(&inner.dir);
     // Listed after the context (`job_ctx_for`).
     let snapshots = inner.snapshot_list();
     let obligations = inner.obligations();
@@ -680,36 +680,15 @@ impl DbInner {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-    use std::sync::Mutex;
     use std::sync::mpsc::channel;
     use std::time::Duration;
 
-    use super::DbInner;
     use crate::delete_key::{DeleteKey, TileChoice};
+    use crate::test_gate::Gate;
     use crate::{Db, Options};
 
-    type Gate = (PathBuf, Box<dyn FnOnce() + Send>);
-
-    /// Runs once, in the next flush of the database at its path, between the flush's
-    /// job context and its snapshot list.
-    static FLUSH_GATE: Mutex<Option<Gate>> = Mutex::new(None);
-
-    pub(super) fn at_flush_gate(inner: &DbInner) {
-        let hook = {
-            let mut gate = FLUSH_GATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match gate.take() {
-                Some((dir, hook)) if dir == inner.dir => Some(hook),
-                other => {
-                    *gate = other;
-                    None
-                }
-            }
-        };
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
+    /// Between a flush's job context and its snapshot list.
+    pub(super) static FLUSH_GATE: Gate = Gate::new();
 
     /// A snapshot taken while a flush runs, then a delete-where that covers a row the
     /// flush writes: the snapshot still reads the row after the flush.
@@ -723,13 +702,10 @@ mod tests {
         ks.put(b"row", &[5, 50]).expect("put");
         let (reached_tx, reached) = channel();
         let (go_tx, go) = channel::<()>();
-        *FLUSH_GATE.lock().expect("gate") = Some((
-            dir.path().to_path_buf(),
-            Box::new(move || {
-                let _ = reached_tx.send(());
-                let _ = go.recv_timeout(Duration::from_secs(30));
-            }),
-        ));
+        FLUSH_GATE.set(dir.path(), move || {
+            let _ = reached_tx.send(());
+            let _ = go.recv_timeout(Duration::from_secs(30));
+        });
         std::thread::scope(|s| {
             let flush = s.spawn(|| db.flush());
             reached

@@ -511,20 +511,18 @@ fn scan_logs(
     logs.sort_unstable();
     let flushed_seq = vs.flushed_seq;
     let version = vs.version.clone();
-    // The newest log holding a record: a log made by an open or a WAL switch that
-    // stopped before anything was written to it (or before its manifest retired the
-    // logs before it) carries nothing, and a torn tail before it is still where the log
-    // ends. A log that cannot be read counts as holding one (the scan reports it).
-    let mut newest = None;
-    for &n in logs.iter().rev() {
-        let holds = wal::Reader::open(fs.as_ref(), &dir.join(wal::log_file_name(n)))
-            .and_then(|mut r| r.next_record())
-            .map_or(true, |r| r.is_some());
-        if holds {
-            newest = Some(n);
-            break;
-        }
-    }
+    // Whether a log after `number` holds a record: asked of a torn log only. A log made
+    // by an open or a WAL switch that stopped before anything was written to it (or
+    // before its manifest retired the logs before it) carries nothing, and a torn tail
+    // before it is still where the log ends. A log that cannot be read counts as
+    // holding one (the scan reports it).
+    let records_follow = |number: u64| {
+        logs.iter().filter(|&&n| n > number).any(|&n| {
+            wal::Reader::open(fs.as_ref(), &dir.join(wal::log_file_name(n)))
+                .and_then(|mut r| r.next_record())
+                .map_or(true, |r| r.is_some())
+        })
+    };
     let mut not_whole = Vec::new();
     let mut stopped = false;
     // Seqnos run on without gaps from record to record and from log to log (the write
@@ -536,7 +534,7 @@ fn scan_logs(
         mode,
         RecoveryMode::TolerateCorruptedTail | RecoveryMode::AbsoluteConsistency
     );
-    for number in logs {
+    for &number in &logs {
         if stopped {
             // PointInTime: nothing after the first damage is replayed.
             not_whole.push(number);
@@ -663,7 +661,7 @@ fn scan_logs(
             ));
         }
         if let Some(at) = reader.torn_tail_at() {
-            let is_newest = Some(number) == newest;
+            let is_newest = !records_follow(number);
             match mode {
                 RecoveryMode::AbsoluteConsistency => {
                     return Err(Error::corruption(

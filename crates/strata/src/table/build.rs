@@ -116,12 +116,24 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
     }
     let (files, _) = out.finish()?;
     #[cfg(test)]
-    tests::at_fill_gate(&db.dir);
+    tests::FILL_GATE.pass(&db.dir);
     let _ddl = table.tables()?.ddl.write();
-    let rt = match table.runtime() {
+    // The table, and the index this build made (by its keyspace: dropped during the
+    // build, its name may already be another build's), must still be there; if not,
+    // the files would only leak.
+    let rt = table.runtime().and_then(|rt| {
+        if rt.layout.indexes.iter().any(|i| i.keyspace == keyspace) {
+            Ok(rt)
+        } else {
+            Err(Error::NotFound(format!(
+                "index {name:?} of table {:?} (dropped while it was being built)",
+                table.name()
+            )))
+        }
+    });
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
-            // The table went away during the build: its files would only leak.
             for f in &files {
                 let _ = db
                     .opts
@@ -131,20 +143,6 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
             return Err(e);
         }
     };
-    // The index this build made, by its keyspace: dropped during the build, its name
-    // may already be another build's.
-    if !rt.layout.indexes.iter().any(|i| i.keyspace == keyspace) {
-        for f in &files {
-            let _ = db
-                .opts
-                .fs
-                .remove(&db.dir.join(crate::sstable::sst_file_name(f.meta.number)));
-        }
-        return Err(Error::NotFound(format!(
-            "index {name:?} of table {:?} (dropped while it was being built)",
-            table.name()
-        )));
-    }
     let meta_key = format!("{TABLE_META_PREFIX}{}", table.name());
     let def = TableDef {
         schema: rt.layout.schema.clone(),
@@ -171,35 +169,14 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
-    use std::sync::Mutex;
-
     use super::*;
     use crate::table::schema::Schema;
     use crate::table::value::Value;
+    use crate::test_gate::Gate;
     use crate::{Db, Options};
 
-    type Gate = (PathBuf, Box<dyn FnOnce() + Send>);
-
-    /// Runs once, in the next build of an index of the database at its path, after the
-    /// build wrote its files and before it installs them.
-    static FILL_GATE: Mutex<Option<Gate>> = Mutex::new(None);
-
-    pub(super) fn at_fill_gate(dir: &Path) {
-        let hook = {
-            let mut gate = FILL_GATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match gate.take() {
-                Some((d, hook)) if d == dir => Some(hook),
-                other => {
-                    *gate = other;
-                    None
-                }
-            }
-        };
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
+    /// After a build wrote its files, before it installs them.
+    pub(super) static FILL_GATE: Gate = Gate::new();
 
     /// An index dropped while it is being built, and made again under its name: the
     /// first build fails and leaves the second index, complete, alone.
@@ -212,15 +189,12 @@ mod tests {
             t.insert(vec![Value::U64(i), Value::U64(i)])?;
         }
         let other = t.clone();
-        *FILL_GATE.lock().expect("gate") = Some((
-            dir.path().to_path_buf(),
-            Box::new(move || {
-                other.drop_index("by_u").expect("drop during the build");
-                other
-                    .create_index(IndexDef::new("by_u", &["u"], true))
-                    .expect("made again");
-            }),
-        ));
+        FILL_GATE.set(dir.path(), move || {
+            other.drop_index("by_u").expect("drop during the build");
+            other
+                .create_index(IndexDef::new("by_u", &["u"], true))
+                .expect("made again");
+        });
         let e = t
             .create_index(IndexDef::new("by_u", &["u"], true))
             .expect_err("dropped");
