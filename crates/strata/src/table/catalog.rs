@@ -20,7 +20,8 @@ use crate::version::Version;
 /// Catalog entries of tables are named with this prefix.
 pub const TABLE_META_PREFIX: &str = "table/";
 
-const FORMAT: u8 = 1;
+/// Format 2 added each index's `readable_from`; format 1 (read as 0) is still read.
+const FORMAT: u8 = 2;
 
 /// One secondary index's place in the catalog.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +32,10 @@ pub struct IndexEntry {
     pub keyspace: u32,
     /// Still being built: maintained by writes, not yet readable.
     pub building: bool,
+    /// The oldest snapshot seqno that can read it (0: any). A build writes entries
+    /// for the row versions its own snapshot sees, so an older snapshot would miss
+    /// the versions overwritten in between (`build`).
+    pub readable_from: u64,
 }
 
 /// A table as the catalog records it.
@@ -65,6 +70,7 @@ impl TableDef {
             put_bytes(&mut out, ix.name.as_bytes());
             put_varint(&mut out, u64::from(ix.keyspace));
             out.push(u8::from(ix.building));
+            put_varint(&mut out, ix.readable_from);
         }
         out
     }
@@ -76,7 +82,7 @@ impl TableDef {
         };
         let mut d = Decoder::new(bytes);
         let fmt = d.u8().map_err(|e| bad(e.offset, e.reason))?;
-        if fmt != FORMAT {
+        if fmt != 1 && fmt != FORMAT {
             return Err(bad(0, "unknown catalog format"));
         }
         let schema_bytes = d.length_prefixed().map_err(|e| bad(e.offset, e.reason))?;
@@ -94,10 +100,16 @@ impl TableDef {
             let name = String::from_utf8(name.to_vec()).map_err(|_| bad(d.position(), "index name is not UTF-8"))?;
             let keyspace = id(&mut d)?;
             let building = d.u8().map_err(|e| bad(e.offset, e.reason))? != 0;
+            let readable_from = if fmt == 1 {
+                0
+            } else {
+                d.varint().map_err(|e| bad(e.offset, e.reason))?
+            };
             indexes.push(IndexEntry {
                 name,
                 keyspace,
                 building,
+                readable_from,
             });
         }
         if !d.is_empty() {
@@ -165,4 +177,46 @@ pub(crate) fn registry_for(tables: &BTreeMap<String, TableDef>, purged: Arc<Purg
         r.secondaries.extend(def.indexes.iter().map(|i| i.keyspace));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(readable_from: u64) -> Result<TableDef> {
+        Ok(TableDef {
+            schema: Schema::parse("table t (id u64, u u64) primary key (id) index by_u (u)")?,
+            primary: 3,
+            indexes: vec![IndexEntry {
+                name: "by_u".into(),
+                keyspace: 4,
+                building: false,
+                readable_from,
+            }],
+        })
+    }
+
+    #[test]
+    fn definitions_round_trip_and_format_1_reads_as_readable_from_any_snapshot() -> Result<()> {
+        let d = def(1234)?;
+        assert_eq!(TableDef::decode("table/t", &d.encode())?, d);
+        // Format 1 is format 2 without the trailing `readable_from` varint of each index.
+        let mut v1 = def(0)?.encode();
+        assert_eq!(v1.pop(), Some(0));
+        v1[0] = 1;
+        assert_eq!(TableDef::decode("table/t", &v1)?, def(0)?);
+        // Format 2 without that varint is cut short, and an unknown format is refused.
+        let mut cut = v1.clone();
+        cut[0] = 2;
+        assert!(matches!(
+            TableDef::decode("table/t", &cut),
+            Err(Error::SchemaMismatch(_))
+        ));
+        let mut v3 = d.encode();
+        v3[0] = 3;
+        assert!(
+            matches!(TableDef::decode("table/t", &v3), Err(Error::SchemaMismatch(m)) if m.contains("unknown catalog format"))
+        );
+        Ok(())
+    }
 }

@@ -111,6 +111,8 @@ pub struct IndexLayout {
     pub keyspace: u32,
     /// Being built.
     pub building: bool,
+    /// The oldest snapshot seqno that can read it (`IndexEntry::readable_from`).
+    pub readable_from: u64,
     /// Its key fields.
     pub shape: KeyShape,
     /// What its keyspace's filters hold (the keyspace's setting; whole keys for an
@@ -169,6 +171,7 @@ impl Layout {
                     name: ix.name.clone(),
                     keyspace: 0,
                     building: false,
+                    readable_from: 0,
                 })
                 .collect(),
             schema: schema.clone(),
@@ -186,6 +189,7 @@ impl Layout {
                 unique: ix.unique,
                 keyspace: entry.keyspace,
                 building: entry.building,
+                readable_from: entry.readable_from,
                 shape: KeyShape::new(&schema, &ix.fields)?,
                 filter: FilterKey::Whole,
             });
@@ -207,6 +211,7 @@ impl Layout {
                 name: i.name.clone(),
                 keyspace: i.keyspace,
                 building: i.building,
+                readable_from: i.readable_from,
             })
             .collect()
     }

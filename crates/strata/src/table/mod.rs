@@ -236,6 +236,7 @@ impl Db {
                         name: ix.name.clone(),
                         keyspace: *ks,
                         building: false,
+                        readable_from: 0,
                     })
                     .collect(),
                 schema,
@@ -389,6 +390,9 @@ impl Table {
     }
 
     /// Adds a secondary index, building it from the existing rows.
+    ///
+    /// The index cannot be read at snapshots taken before its build: such selects
+    /// return [`Error::InvalidArgument`] (the primary key still reads them).
     pub fn create_index(&self, def: IndexDef) -> Result<()> {
         build::create_index(self, def)
     }

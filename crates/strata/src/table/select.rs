@@ -254,15 +254,26 @@ impl Rows {
         let ix = plan.ix.and_then(|i| layout.indexes.get(i));
         let db = table.db.clone();
         let ks_id = ix.map_or(layout.primary, |i| i.keyspace);
+        let snapshot = match snapshot {
+            Some(s) => s,
+            None => Snapshot::new(db.clone()),
+        };
+        if let Some(i) = ix
+            && snapshot.seq() < i.readable_from
+        {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?} of table {:?} was built after this snapshot (it reads from seqno {}, the snapshot is at {}): select at a newer snapshot, or by the primary key",
+                i.name,
+                layout.name,
+                i.readable_from,
+                snapshot.seq()
+            )));
+        }
         let counters = plan.ix.and_then(|i| rt.index_counters.get(i)).cloned();
         if let Some(c) = &counters {
             add(&c.reads, 1);
             rt.state.note_secondary_read();
         }
-        let snapshot = match snapshot {
-            Some(s) => s,
-            None => Snapshot::new(db.clone()),
-        };
         let ks = Keyspace::unnamed(db.clone(), ks_id);
         let scan = snapshot.scan_shared(&ks, range.clone())?;
         // No entry with the prefix anywhere (most partitions of a selective
