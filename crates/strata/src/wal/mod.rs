@@ -17,10 +17,11 @@
 //! Invariants:
 //! - A log is a sequence of complete records, possibly followed by zeros the writer
 //!   wrote ahead of its end (a WAL synced on every commit, [`Writer::sync_commit`]),
-//!   or by one *torn tail* left by a crash (a cut-short or zero-filled last record).
+//!   or by one *torn tail* left by a crash (the last append cut short, or with pages
+//!   of it lost).
 //!   [`Reader`] takes zeros as the end; at a torn tail it stops and
-//!   reports [`Reader::torn_tail_at`]; damage followed by more data (any valid record
-//!   after a bad one) is `Corruption` naming the file and the record's offset. See
+//!   reports [`Reader::torn_tail_at`]; damage followed by a valid record is
+//!   `Corruption` naming the file and the record's offset. See
 //!   [`Reader`] for the exact rules and `docs/design/recovery.md` for how recovery
 //!   uses them (recovery modes, the synced point a clean close records).
 //! - A log with a torn tail is never appended to again (new records would follow
@@ -408,15 +409,63 @@ mod tests {
         assert_eq!(torn, Some(offsets[2]));
     }
 
+    /// A crash need not persist the pages of its last append in order: over the zeros
+    /// written ahead, a lost earlier page reads as zeros while a later one holds data.
+    /// With no whole record after it, such a record is a torn tail, whatever follows.
     #[test]
-    fn bad_record_followed_by_nonzero_byte_is_corruption() {
-        let payloads: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i + 1; 100]).collect();
-        let (mut bytes, offsets) = frame(&payloads);
-        bytes[offsets[2] as usize + 20] ^= 0xff;
-        bytes.extend_from_slice(&[0, 0, 0, 1]);
-        let (recs, err, _) = read_mem(bytes, 4096);
+    fn a_last_append_with_a_lost_earlier_page_is_a_torn_tail() {
+        const PAGE: usize = 4096;
+        // Two records written and synced, then an append of two 5,000-byte records:
+        // the first at 6,016 (pages 1 and 2), the second at 11,024 (pages 2 and 3).
+        let payloads: Vec<Vec<u8>> = [vec![1u8; 3000], vec![2; 3000], vec![3; 5000], vec![4; 5000]].into();
+        let (bytes, offsets) = frame(&payloads);
+        assert_eq!(&offsets[2..], &[6016, 11024]);
+        let mut zeroed = bytes.clone();
+        zeroed.resize(zeroed.len() + 3 * PAGE, 0);
+        let lose = |page: usize, from: usize| {
+            let mut b = zeroed.clone();
+            b[(page * PAGE).max(from)..(page + 1) * PAGE].fill(0);
+            b
+        };
+        // (lost page, whole records left): page 2 holds the first record's end and
+        // the second's header, page 3 the second's end.
+        for (page, whole) in [(2, 2), (3, 3)] {
+            let (recs, err, torn) = read_mem(lose(page, 0), 1024);
+            assert!(err.is_none(), "page {page}: {err:?}");
+            let got: Vec<Vec<u8>> = recs.into_iter().map(|(_, p)| p).collect();
+            assert_eq!(got, payloads[..whole].to_vec(), "page {page}");
+            assert_eq!(torn, Some(offsets[whole]), "page {page}");
+        }
+        // The append's first page lost and its others kept: the first record's header
+        // reads as zeros, and the second record's header (page 2) is lost too, so no
+        // whole record follows.
+        let mut b = lose(1, offsets[2] as usize);
+        b[offsets[3] as usize..offsets[3] as usize + 8].fill(0);
+        let (recs, err, torn) = read_mem(b, 1024);
+        assert!(err.is_none(), "{err:?}");
         assert_eq!(recs.len(), 2);
-        assert_corruption_at(err, Path::new("mem.wal"), offsets[2]);
+        assert_eq!(torn, Some(offsets[2]));
+        // A damaged last record followed by bytes that make no record.
+        let mut b = bytes.clone();
+        b[offsets[3] as usize + 20] ^= 0xff;
+        b.extend_from_slice(&[0, 0, 0, 1]);
+        let (recs, err, torn) = read_mem(b, 4096);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(recs.len(), 3);
+        assert_eq!(torn, Some(offsets[3]));
+    }
+
+    /// A zeroed header with a whole record after it is damage, not a torn tail: in the
+    /// middle of a log it is, and in a torn append of several records the reader
+    /// cannot tell it apart (`docs/design/recovery.md`).
+    #[test]
+    fn a_zeroed_header_before_a_whole_record_is_corruption() {
+        let payloads: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i + 1; 100]).collect();
+        let (mut bytes, offsets) = frame(&payloads);
+        bytes[offsets[1] as usize..offsets[1] as usize + 8].fill(0);
+        let (recs, err, _) = read_mem(bytes, 4096);
+        assert_eq!(recs.len(), 1);
+        assert_corruption_at(err, Path::new("mem.wal"), offsets[1]);
     }
 
     #[test]

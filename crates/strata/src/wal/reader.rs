@@ -12,14 +12,16 @@
 //! - every byte from `o` to `S` zero: the **clean end**. This is space the writer zeroed
 //!   ahead ([`Writer::sync_commit`](super::Writer::sync_commit)); a crash that left
 //!   zeros there lost nothing either, since nothing at `o` was ever a whole record;
-//! - a payload that ends past `S`, or a checksum mismatch where every byte from the
-//!   record's end to `S` is zero: a **torn tail** at `o`, *provided no valid record
-//!   starts anywhere after `o`*. A crash cuts only the last append, so a whole,
-//!   checksummed record behind the bad one proves damage: a flipped length field that
-//!   makes a middle record claim to run past the end of the file (or into the zeros
-//!   ahead of it) would otherwise silently drop every record after it. That case is
-//!   **corruption** at `o`, naming the offset of the valid record found;
-//! - a checksum mismatch followed by any non-zero byte: **corruption** at `o`.
+//! - a payload that ends past `S`, or a checksum mismatch (a zero header included): a
+//!   **torn tail** at `o`, *provided no valid record starts anywhere after `o`*. A
+//!   crash damages only what was appended since the last sync, and need not persist
+//!   it in order: the device may write a later page of the last append and lose an
+//!   earlier one (over the zeros written ahead, the lost page reads as zeros), so
+//!   data after the bad record is no proof of damage. A whole, checksummed record
+//!   after it is: a flipped length field that makes a middle record claim to run
+//!   past the end of the file (or into the zeros ahead of it) would otherwise
+//!   silently drop every record after it. That case is **corruption** at `o`, naming
+//!   the offset of the valid record found.
 //!
 //! The search for a valid record after a would-be torn tail tries every offset from
 //! `o + 1` on; a candidate must have a length that fits in the file and a matching
@@ -176,17 +178,7 @@ impl Reader {
                     return Ok(Some((off, r2[4..].to_vec())));
                 }
             }
-            if self.rest_is_zero(end)? {
-                return self.torn_unless_followed(off, "its checksum does not match");
-            }
-            return Err(Error::corruption(
-                self.file.path(),
-                off,
-                format!(
-                    "checksum mismatch in record of {len} bytes, followed by {} more bytes",
-                    self.size - end
-                ),
-            ));
+            return self.torn_unless_followed(off, "its checksum does not match");
         }
         let payload = payload.to_vec();
         self.pos = off + total as u64;
