@@ -209,6 +209,38 @@ fn directory_with_unrelated_files_is_not_a_database() {
     assert_eq!(names, vec!["notes.txt".to_string()]);
 }
 
+/// A database that lost its `CURRENT` is refused, never taken for an interrupted
+/// creation and cleared: its manifest describes more than an empty database.
+#[test]
+fn a_database_that_lost_current_is_refused_and_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.create_keyspace("users").expect("keyspace");
+        db.close().expect("close");
+    }
+    let ls = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    std::fs::remove_file(dir.path().join("CURRENT")).expect("rm CURRENT");
+    // The WAL aside too: the manifest alone must keep the directory.
+    for n in ls().into_iter().filter(|n| n.ends_with(".wal")) {
+        std::fs::remove_file(dir.path().join(n)).expect("rm wal");
+    }
+    let before = ls();
+    assert!(before.iter().any(|n| n.starts_with("MANIFEST-")), "{before:?}");
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::NotADatabase { reason, .. }) => assert!(reason.contains("no CURRENT"), "{reason}"),
+        other => panic!("expected NotADatabase, got {other:?}"),
+    }
+    assert_eq!(ls(), before, "nothing removed");
+}
+
 #[test]
 fn regular_file_path_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -69,8 +69,18 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         fs.create_dir_all(&dir)?;
     }
     let has_current = fs.exists(&dir.join("CURRENT"));
+    let mut leftovers = false;
     if !has_current {
-        let foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+        let mut foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+        // What a creation that stopped before `CURRENT` left: cleared below, under the
+        // lock, so the creation can be retried.
+        leftovers = !foreign.is_empty()
+            && !opts.read_only
+            && opts.create_if_missing
+            && crate::version::manifest::is_interrupted_creation(fs.as_ref(), &dir, &foreign)?;
+        if leftovers {
+            foreign.clear();
+        }
         if !foreign.is_empty() {
             return Err(Error::NotADatabase {
                 path: dir,
@@ -107,6 +117,9 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         }
         Some(lock)
     };
+    if leftovers {
+        clear_interrupted_creation(fs.as_ref(), &dir)?;
+    }
 
     let block_cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let sst_cache = Arc::new(SstCache::new(
@@ -327,6 +340,23 @@ fn lock_shared(lock_path: &Path) -> Result<Option<std::fs::File>> {
         )));
     }
     Ok(Some(lock))
+}
+
+/// Removes what a creation that stopped before `CURRENT` left (checked again under the
+/// lock: another handle may have finished that creation meanwhile), so this open
+/// creates the database anew. Nothing there was ever acknowledged.
+fn clear_interrupted_creation(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<()> {
+    let names: Vec<String> = fs.list(dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+    if fs.exists(&dir.join("CURRENT")) || !crate::version::manifest::is_interrupted_creation(fs, dir, &names)? {
+        return Err(Error::NotADatabase {
+            path: dir.to_path_buf(),
+            reason: "another handle changed the directory while this open checked it; open again".into(),
+        });
+    }
+    for name in &names {
+        fs.remove(&dir.join(name))?;
+    }
+    fs.sync_dir(dir)
 }
 
 /// Checks the recovered state against the directory before anything is changed: every

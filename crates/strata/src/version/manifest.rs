@@ -125,6 +125,47 @@ fn set_current(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<()> {
     fs.sync_dir(dir)
 }
 
+/// Whether `names` (a directory's files, `LOCK` aside, with no `CURRENT`) are what a
+/// database creation that stopped before writing `CURRENT` leaves: `CURRENT.tmp` and
+/// manifests whose every complete record describes an empty database (the creation
+/// writes nothing else before `CURRENT`). A manifest holding anything more, damage, or
+/// any other file means a database that lost its `CURRENT`, never to be cleared.
+pub(crate) fn is_interrupted_creation(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> Result<bool> {
+    for name in names {
+        if name == CURRENT_TMP_NAME {
+            continue;
+        }
+        if parse_manifest_file_name(name).is_none() {
+            return Ok(false);
+        }
+        let mut reader = Reader::open(fs, &dir.join(name))?;
+        loop {
+            match reader.next_record() {
+                Ok(Some((_, payload))) => match VersionEdit::decode(&payload) {
+                    Ok(e) if describes_an_empty_database(&e) => {}
+                    _ => return Ok(false),
+                },
+                Ok(None) => break,
+                Err(_) => return Ok(false),
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// True for an edit a new database's first manifest may hold: the default keyspace
+/// and counters, no file, no catalog entry, no seqno.
+fn describes_an_empty_database(e: &VersionEdit) -> bool {
+    e.new_files.is_empty()
+        && e.deleted_files.is_empty()
+        && e.dropped_keyspaces.is_empty()
+        && e.meta.is_empty()
+        && e.new_keyspaces
+            .iter()
+            .all(|(id, name)| *id == 0 && name == crate::db::DEFAULT_KEYSPACE)
+        && e.last_seq.unwrap_or(0) == 0
+}
+
 /// Reads `CURRENT` in `dir` and every edit of the manifest it names, in order, with
 /// the default [`RecoveryMode`].
 ///
