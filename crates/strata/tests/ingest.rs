@@ -779,3 +779,20 @@ fn power_loss_at_any_step_of_an_ingest_leaves_all_files_or_none() {
     // Both outcomes happen: the sweep reaches before and after the manifest edit.
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "outcomes (none, all): {outcomes:?}");
 }
+
+/// A writer refused for having no entry removes its file through the file system it
+/// was made with, not around it.
+#[test]
+fn an_empty_external_file_is_removed_through_its_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new(1);
+    let path = tmp.path().join("empty.sst");
+    let w = ExternalSstWriter::create_with(fs.clone(), &path, SstOptions::default()).unwrap();
+    let e = w.finish().unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("at least one entry")),
+        "{e}"
+    );
+    assert!(!path.exists());
+    assert_eq!(fs.state().ops(Target::Any, Op::Remove), 1);
+}

@@ -174,6 +174,8 @@ impl WritableFile for SharedSumming {
 /// assert_eq!(db.get(b"pear").unwrap().as_deref(), Some(&b"2"[..]));
 /// ```
 pub struct ExternalSstWriter {
+    /// Where the file lives (its removal on a refused `finish` goes through it too).
+    fs: Arc<dyn FileSystem>,
     builder: SstWriter,
     sums: Arc<parking_lot::Mutex<Summing>>,
     path: PathBuf,
@@ -198,12 +200,12 @@ impl ExternalSstWriter {
     /// Creates the file at `path` (which must not exist yet) on the real file system,
     /// with default table options.
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
-        Self::create_with(&RealFs, path, SstOptions::default())
+        Self::create_with(Arc::new(RealFs), path, SstOptions::default())
     }
 
     /// Creates the file at `path` (which must not exist yet) through `fs`, with `opts`
     /// ([`ExternalSstWriter::check_options`]).
-    pub fn create_with(fs: &dyn FileSystem, path: impl AsRef<Path>, opts: SstOptions) -> Result<Self> {
+    pub fn create_with(fs: Arc<dyn FileSystem>, path: impl AsRef<Path>, opts: SstOptions) -> Result<Self> {
         Self::check_options(&opts)?;
         let path = path.as_ref().to_path_buf();
         if fs.exists(&path) {
@@ -215,6 +217,7 @@ impl ExternalSstWriter {
         }));
         let builder = SstWriter::new(Box::new(SharedSumming(sums.clone())), path.clone(), opts);
         Ok(ExternalSstWriter {
+            fs,
             builder,
             sums,
             path,
@@ -309,7 +312,7 @@ impl ExternalSstWriter {
     pub fn finish(self) -> Result<ExternalFileInfo> {
         if self.entries == 0 {
             drop(self.builder);
-            let _ = std::fs::remove_file(&self.path);
+            let _ = self.fs.remove(&self.path);
             return Err(Error::InvalidArgument(format!(
                 "{}: an external SST needs at least one entry",
                 self.path.display()
@@ -705,7 +708,7 @@ mod tests {
     /// An external file of `n` keys (values of 24 bytes, compressible) written with `opts`.
     fn written(dir: &Path, name: &str, n: u32, opts: SstOptions) -> (PathBuf, ExternalFileInfo) {
         let path = dir.join(name);
-        let mut w = ExternalSstWriter::create_with(&RealFs, &path, opts).unwrap();
+        let mut w = ExternalSstWriter::create_with(Arc::new(RealFs), &path, opts).unwrap();
         for i in 0..n {
             let key = format!("key{:07}", i * 7);
             if i % 10 == 3 {
@@ -728,7 +731,7 @@ mod tests {
             tiles: Some(crate::sstable::TileOptions { h: 2, delete_key: None }),
             ..SstOptions::default()
         };
-        let e = ExternalSstWriter::create_with(&RealFs, &path, opts).unwrap_err();
+        let e = ExternalSstWriter::create_with(Arc::new(RealFs), &path, opts).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert!(e.to_string().contains("SstOptions::tiles"), "{e}");
         assert!(!path.exists(), "a refused writer creates no file");
@@ -828,7 +831,7 @@ mod tests {
                 bloom_fpr,
                 ..opts.clone()
             };
-            let mut w = ExternalSstWriter::create_with(&RealFs, &path, opts).unwrap();
+            let mut w = ExternalSstWriter::create_with(Arc::new(RealFs), &path, opts).unwrap();
             for k in keys {
                 w.put(k.as_bytes(), b"v").unwrap();
             }

@@ -171,7 +171,7 @@ impl TableWriter {
             )));
         }
         let layout = Layout::detached(&schema)?;
-        let primary = ExternalSstWriter::create_with(fs.as_ref(), dir.join("primary.sst"), opts.sst.clone())?;
+        let primary = ExternalSstWriter::create_with(fs.clone(), dir.join("primary.sst"), opts.sst.clone())?;
         let ctx = JobContext {
             fs: fs.clone(),
             dir: dir.clone(),
@@ -264,7 +264,7 @@ impl TableWriter {
                 self.dir.display()
             )));
         }
-        let fs = RealFs;
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
         let primary_info = self.primary.finish()?;
         let mut files = vec![("primary".to_string(), primary_info)];
         for (i, (ix, sorter)) in self.layout.indexes.iter().zip(self.sorters).enumerate() {
@@ -274,7 +274,7 @@ impl TableWriter {
                 filter_key: ix.chosen_filter_key(),
                 ..self.sst.clone()
             };
-            let mut w = ExternalSstWriter::create_with(&fs, &path, opts)?;
+            let mut w = ExternalSstWriter::create_with(fs.clone(), &path, opts)?;
             let mut stream = sorter.finish()?;
             let mut prev: Option<Vec<u8>> = None;
             while let Some((k, _)) = stream.next_entry()? {
