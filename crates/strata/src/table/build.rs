@@ -307,4 +307,42 @@ mod tests {
         assert_eq!(t.select("by_u").count()?, 10);
         Ok(())
     }
+
+    /// A transaction retried while a unique index is being built counts its blind
+    /// writes once, when it commits: before, each retry added them again, and the
+    /// pending-purge estimate built from them grew with the wait.
+    #[test]
+    fn blind_writes_of_a_retried_transaction_count_once() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.create_table(Schema::parse(
+            "table t (id u64, u u64) primary key (id) index by_id (id) deferred",
+        )?)?;
+        for i in 0..20 {
+            t.insert(vec![Value::U64(i), Value::U64(i)])?;
+        }
+        let writer = t.clone();
+        FILL_GATE.set(dir.path(), move || {
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut txn = writer.transaction();
+                txn.delete(vec![Value::U64(1)]);
+                txn.replace(vec![Value::U64(2), Value::U64(200)]);
+                done_tx.send(txn.commit().map(|o| o.statements)).expect("send");
+            });
+            // The build holds the commit back (its index is unique and not ready).
+            assert!(done_rx.recv_timeout(std::time::Duration::from_millis(50)).is_err());
+            std::thread::spawn(move || assert_eq!(done_rx.recv().expect("commit").expect("committed"), 2));
+        });
+        t.create_index(IndexDef::new("by_u", &["u"], true))?;
+        let s = (0..500)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                t.stats()
+            })
+            .find(|s| s.as_ref().is_ok_and(|s| s.statements == 22))
+            .expect("the transaction commits after the build")?;
+        assert_eq!(s.blind_writes, 2);
+        Ok(())
+    }
 }

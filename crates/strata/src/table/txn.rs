@@ -142,6 +142,8 @@ fn pk_values(layout: &Layout, row: &[Value]) -> Vec<Value> {
 enum Old {
     /// Found without I/O (`None`: absent or deleted).
     Known(Option<Row>),
+    /// Found in a memtable while the indexes are read: its entries are purged at commit.
+    Purged(Row),
     /// Its newest version is on disk: the purge thread will read it.
     OnDisk,
     /// Nobody reads the indexes: do not look.
@@ -156,6 +158,10 @@ struct Ctx<'a> {
     purge_later: Vec<PurgeRow>,
     unique_guards: Vec<MutexGuard<'a, ()>>,
     held_unique: Vec<usize>,
+    /// Blind writes, and those purged at commit, counted once the attempt commits: an
+    /// attempt retried or refused wrote nothing (reads are counted as they happen).
+    blind_writes: u64,
+    commit_purges: u64,
 }
 
 impl Ctx<'_> {
@@ -175,10 +181,7 @@ impl Ctx<'_> {
             return Ok(Old::Unwanted);
         }
         Ok(match self.db.get_in_memtables(self.layout().primary, pk) {
-            Some(Some((_, bytes))) => {
-                add(&self.rt.state.counters.commit_purges, 1);
-                Old::Known(Some(self.layout().decode(&bytes)?))
-            }
+            Some(Some((_, bytes))) => Old::Purged(self.layout().decode(&bytes)?),
             Some(None) => Old::Known(None),
             None => Old::OnDisk,
         })
@@ -187,8 +190,13 @@ impl Ctx<'_> {
     /// The old row if known now; otherwise notes `pk` for the purge thread when purging
     /// is wanted.
     fn old_or_later(&mut self, pk: &[u8]) -> Result<Option<Row>> {
+        self.blind_writes += 1;
         Ok(match self.old_for_purge(pk)? {
             Old::Known(r) => r,
+            Old::Purged(r) => {
+                self.commit_purges += 1;
+                Some(r)
+            }
             Old::OnDisk => {
                 self.purge_later.push(pk.to_vec());
                 None
@@ -327,6 +335,8 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
         purge_later: Vec::new(),
         unique_guards: Vec::new(),
         held_unique: Vec::new(),
+        blind_writes: 0,
+        commit_purges: 0,
     };
     let mut batch = WriteBatch::new();
     let mut out = Outcome::default();
@@ -356,7 +366,6 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
                 }
                 let bytes = layout.encode(row)?;
                 if blind {
-                    add(&counters.blind_writes, 1);
                     let old = cx.old_or_later(&pk)?;
                     write_row(&layout, &mut batch, &pk, &bytes, row, old.as_ref());
                 } else {
@@ -368,7 +377,6 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             }
             Stmt::Delete(_) => {
                 if blind {
-                    add(&counters.blind_writes, 1);
                     let old = cx.old_or_later(&pk)?;
                     deferred::delete_row(&layout, &mut batch, &pk, old.as_deref());
                 } else {
@@ -416,6 +424,8 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
     let seqs = batch.seq_count();
     out.seq = db.write(batch)?;
     add(&counters.statements, out.statements);
+    add(&counters.blind_writes, cx.blind_writes);
+    add(&counters.commit_purges, cx.commit_purges);
     // The write is committed: the purge is best effort (deferred invariant 6), so nothing
     // after this point may turn the commit into an error.
     if !cx.purge_later.is_empty()
