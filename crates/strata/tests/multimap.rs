@@ -333,3 +333,29 @@ fn tables_of_both_kinds_of_filter_serve_one_keyspace_across_reopen() {
         FilterKey::Whole
     );
 }
+
+/// Large pairs are handed to the writers in batches bounded by bytes as well as by
+/// count: 300 pairs of 60 KiB go in batches of at most 4 MiB (70 pairs), not in one
+/// batch of 18 MiB.
+#[test]
+fn load_batches_are_bounded_in_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small()).expect("open");
+    let mm = MultiMap::new(db.create_keyspace("big").expect("ks"));
+    let value = |i: u32| {
+        let mut v = vec![b'x'; 60 << 10];
+        v[..4].copy_from_slice(&i.to_be_bytes());
+        v
+    };
+    let mut steps = Vec::new();
+    let mut last = 0;
+    let n = mm
+        .load_with_progress((0..300u32).map(|i| (b"k".to_vec(), value(i))), 1, |done| {
+            steps.push(done - last);
+            last = done;
+        })
+        .expect("load");
+    assert_eq!(n, 300);
+    assert!(steps.len() >= 5 && steps.iter().all(|&s| s <= 70), "{steps:?}");
+    assert_eq!(mm.get(b"k").expect("get").count(), 300);
+}

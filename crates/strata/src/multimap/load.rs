@@ -12,9 +12,14 @@ use super::{MultiMap, encoding, invalid};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 
-/// Pairs per batch handed to a writer.
+/// Pairs per batch handed to a writer, at most.
 const BATCH_PAIRS: usize = 2048;
-/// Batches queued per writer: bounds the loader's memory.
+/// Encoded bytes per batch, at most (plus one pair): with pairs near the entry limit,
+/// 2,048 of them would be 128 MiB a batch.
+const BATCH_BYTES: usize = 4 << 20;
+/// Batches queued per writer. With one batch filling per partition and one being
+/// written per writer, the loader holds at most (partitions + writers x (QUEUE + 1))
+/// batches of `BATCH_BYTES`.
 const QUEUE: usize = 4;
 
 impl MultiMap {
@@ -128,7 +133,7 @@ impl MultiMap {
             encoding::put_prefix(&mut entry, k);
             entry.extend_from_slice(v);
             batches[p].put(&self.parts[p], &entry, b"");
-            if batches[p].len() >= BATCH_PAIRS {
+            if batches[p].len() >= BATCH_PAIRS || batches[p].size_bytes() >= BATCH_BYTES {
                 let b = std::mem::take(&mut batches[p]);
                 send(p, b, &mut sent)?;
             }
