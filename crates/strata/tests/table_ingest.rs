@@ -203,6 +203,36 @@ fn bad_table_files_are_refused_and_nothing_changes() {
     }
     unchanged("existing row");
 
+    // A unique email the table holds, on a row whose entry sorts before the table's
+    // (id 2) or after it (id 300): the file's entries alone do not span the table's.
+    for id in [2, 300] {
+        let mut taken = row(id);
+        taken[3] = Value::from("u100@x");
+        let mut w = TableWriter::create(&schema("eager"), tmp.path().join(format!("taken{id}"))).unwrap();
+        w.add(&taken).unwrap();
+        let f = w.finish().unwrap();
+        match t.ingest(&f.dir, IngestOptions::default()) {
+            Err(Error::Constraint(m)) => assert!(m.contains("already holds the key"), "{m}"),
+            other => panic!("id {id}: expected a unique-key error, got {other:?}"),
+        }
+        unchanged("unique key taken");
+    }
+
+    // The same table with a delete key: its rows carry a copy of it, these do not.
+    let keyed = Schema::parse(
+        "table users (id u64, name str, age i64, email str null) primary key (id) \
+         index by_age (age) index by_email unique (email) delete key (age) eager",
+    )
+    .unwrap();
+    let mut w = TableWriter::create(&keyed, tmp.path().join("keyed")).unwrap();
+    w.add(&row(500)).unwrap();
+    let f = w.finish().unwrap();
+    match t.ingest(&f.dir, IngestOptions::default()) {
+        Err(Error::SchemaMismatch(m)) => assert!(m.contains("built for"), "{m}"),
+        other => panic!("expected a schema mismatch, got {other:?}"),
+    }
+    unchanged("delete key");
+
     // No descriptor (an unfinished writer).
     let e = t
         .ingest(tmp.path().join("nothing"), IngestOptions::default())

@@ -112,8 +112,9 @@ impl Table {
     }
 }
 
-/// The same fields, primary key and indexes (by name, fields and uniqueness); the
-/// error names the files' `descriptor`.
+/// The same fields, primary key, indexes (by name, fields and uniqueness) and delete
+/// key (rows carry a copy of it: deferred invariant 10); the error names the files'
+/// `descriptor`.
 fn same_shape(table: &Schema, files: &Schema, descriptor: &Path) -> Result<()> {
     let shape = |s: &Schema| {
         let fields: Vec<String> = s
@@ -126,7 +127,7 @@ fn same_shape(table: &Schema, files: &Schema, descriptor: &Path) -> Result<()> {
             .iter()
             .map(|i| format!("{} {} ({})", i.name, i.unique, i.fields.join(", ")))
             .collect();
-        (fields, s.primary_key.clone(), indexes)
+        (fields, s.primary_key.clone(), indexes, s.delete_key.clone())
     };
     if shape(table) != shape(files) {
         return Err(Error::SchemaMismatch(format!(
@@ -137,13 +138,14 @@ fn same_shape(table: &Schema, files: &Schema, descriptor: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A live key of keyspace `ks` in `[lo, hi]`, at the current moment.
-fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> Result<bool> {
+/// A live key of keyspace `ks` in `range`, at the current moment.
+fn has_live_key(
+    db: &Arc<crate::db::DbInner>,
+    ks: u32,
+    range: (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>),
+) -> Result<bool> {
     let keyspace = Keyspace::unnamed(db.clone(), ks);
-    let mut scan = keyspace.scan((
-        std::ops::Bound::Included(lo.to_vec()),
-        std::ops::Bound::Included(hi.to_vec()),
-    ))?;
+    let mut scan = keyspace.scan(range)?;
     Ok(scan.next().transpose()?.is_some())
 }
 
@@ -151,7 +153,11 @@ fn has_live_key(db: &Arc<crate::db::DbInner>, ks: u32, lo: &[u8], hi: &[u8]) -> 
 /// Reads the table key by key only when it has rows in the file's range.
 fn refuse_existing_rows(db: &Arc<crate::db::DbInner>, primary: u32, file: &CheckedFile, table: &str) -> Result<()> {
     let info = &file.info;
-    if !has_live_key(db, primary, &info.smallest, &info.largest)? {
+    let span = (
+        std::ops::Bound::Included(info.smallest.clone()),
+        std::ops::Bound::Included(info.largest.clone()),
+    );
+    if !has_live_key(db, primary, span)? {
         return Ok(());
     }
     let keyspace = Keyspace::unnamed(db.clone(), primary);
@@ -182,7 +188,16 @@ fn refuse_unique_duplicates(
     file: &CheckedFile,
 ) -> Result<()> {
     let info = &file.info;
-    if !has_live_key(db, ix.keyspace, &info.smallest, &info.largest)? {
+    // Entries are the unique key followed by the primary key: a row holding a file
+    // entry's unique key may sort outside the file's entries, so the span checked runs
+    // over whole unique keys, from the first entry's to past the last one's.
+    let (first, _) = layout.split_secondary(ix, &info.smallest)?;
+    let (last, _) = layout.split_secondary(ix, &info.largest)?;
+    let span = (
+        std::ops::Bound::Included(first.to_vec()),
+        super::encoding::prefix_successor(last).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
+    );
+    if !has_live_key(db, ix.keyspace, span)? {
         return Ok(());
     }
     let index = Keyspace::unnamed(db.clone(), ix.keyspace);
