@@ -137,7 +137,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert!(err(t.delete_where("ts", Value::I64(0)..Value::I64(5))).contains("is u64"));
     assert!(err(t.delete_where("ts", u(5)..u(5))).contains("empty"));
     assert!(err(t.delete_where("ts", (Bound::Excluded(u(u64::MAX)), Bound::Unbounded))).contains("empty"));
-    assert!(err(t.set_delete_key("id", TileChoice::Auto)).contains("empty table"));
+    assert!(err(t.set_delete_key("id", TileChoice::Auto)).contains("cannot change"));
     assert!(err(t.set_delete_key("ts", TileChoice::Fixed(300))).contains("1..=256"));
     assert_eq!(t.count().expect("count"), 50, "nothing deleted");
     assert_eq!(
@@ -172,4 +172,24 @@ fn bad_input_is_refused_and_changes_nothing() {
     let left: Vec<u64> = all_rows(&plain).iter().filter_map(|r| r[0].as_u64()).collect();
     assert_eq!(left, [1, 4]);
     check_ok(&db, false);
+}
+
+/// A delete key does not change to another field, even once the table looks empty:
+/// the deleted versions still on disk carry the old key's copy, and flushes and
+/// compactions of a schema with the new key could not decode them.
+#[test]
+fn a_delete_key_does_not_change_to_another_field() {
+    let (_dir, db, t) = open_table(
+        "table t (id u64, ts u64, name str, pad bytes) primary key (id) index by_name (name) delete key (ts) deferred",
+    );
+    fill(&t, 200);
+    t.delete_where("ts", ..).expect("delete_where");
+    assert_eq!(t.count().expect("count"), 0);
+    let e = t.set_delete_key("id", TileChoice::Auto).expect_err("refused");
+    assert!(e.to_string().contains("cannot change"), "{e}");
+    assert_eq!(t.delete_key().expect("delete key").map(|k| k.0), Some("ts".into()));
+    db.flush().expect("flush");
+    db.compact_range().expect("compact");
+    db.wait_for_background().expect("background");
+    check_ok(&db, true);
 }

@@ -94,6 +94,15 @@ fn fill_index(table: &Table, name: &str, keyspace: u32) -> Result<()> {
         let (pk, seq, bytes) = entry?;
         let row = layout.decode(&bytes)?;
         let key = layout.secondary_key(&ix, &row, &pk);
+        if key.len() > crate::options::MAX_KEY_SIZE {
+            // Every later write of the row would be refused for it (`WriteBatch`).
+            return Err(Error::InvalidArgument(format!(
+                "cannot build index {name:?}: the row with primary key {} makes an index key of {} bytes, over the limit of {}",
+                super::format_values(&layout.pk.decode(&pk)?),
+                key.len(),
+                crate::options::MAX_KEY_SIZE
+            )));
+        }
         sorter.push(&internal_key(&key, seq, ValueKind::Put), &[])?;
     }
     // Level 1 is empty (compactions of the index are paused): the run is the level's
@@ -343,6 +352,28 @@ mod tests {
             .find(|s| s.as_ref().is_ok_and(|s| s.statements == 22))
             .expect("the transaction commits after the build")?;
         assert_eq!(s.blind_writes, 2);
+        Ok(())
+    }
+
+    /// An index whose key for an existing row would pass the key size limit is not
+    /// built: every later write of that row would be refused for its index key.
+    #[test]
+    fn an_index_key_over_the_limit_fails_the_build_and_leaves_nothing() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.create_table(Schema::parse("table t (id u64, body str) primary key (id)")?)?;
+        t.insert(vec![Value::U64(1), Value::from("short")])?;
+        t.insert(vec![Value::U64(2), Value::from("x".repeat(100 << 10).as_str())])?;
+        let e = t
+            .create_index(IndexDef::new("by_body", &["body"], false))
+            .expect_err("too long");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("primary key (2)") && m.contains("over the limit")),
+            "{e}"
+        );
+        assert!(t.runtime()?.layout.indexes.is_empty());
+        t.delete(&[Value::U64(2)])?;
+        assert_eq!(t.count()?, 1);
         Ok(())
     }
 }

@@ -57,6 +57,7 @@ impl Table {
     /// delete tiles of `h` pages in its primary index, or changes `h` when `field` is the
     /// delete key already. A new delete key needs an empty table: rows written before
     /// would not carry it (`delete key (field)` in the schema declares it at creation).
+    /// Once declared it does not change to another field.
     ///
     /// ```
     /// use strata::delete_key::TileChoice;
@@ -72,7 +73,7 @@ impl Table {
     /// orders.delete_where("ts", ..Value::U64(50)).unwrap();
     /// assert_eq!(orders.get(&[Value::U64(1)]).unwrap(), None);
     /// assert_eq!(orders.count().unwrap(), 1);
-    /// assert!(orders.set_delete_key("id", TileChoice::Auto).is_err(), "not empty");
+    /// assert!(orders.set_delete_key("id", TileChoice::Auto).is_err(), "ts is the key");
     /// ```
     pub fn set_delete_key(&self, field: &str, h: TileChoice) -> Result<()> {
         if let TileChoice::Fixed(h) = h {
@@ -85,6 +86,15 @@ impl Table {
         if layout.schema.delete_key.as_deref() == Some(field) {
             self.db.catalog_edit(&[], &[], vec![config])?;
             return Ok(());
+        }
+        if let Some(old) = &layout.schema.delete_key {
+            // Versions written under the old key (deleted rows, killed ones) stay on disk
+            // until compacted away, carrying a copy of the old field that rows of the new
+            // schema must not: flushes and compactions could no longer decode them.
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} has the delete key {old:?}: it cannot change to {field:?}",
+                self.name()
+            )));
         }
         let mut schema = layout.schema.clone();
         schema.delete_key = Some(field.to_string());
