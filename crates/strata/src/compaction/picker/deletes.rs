@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::shape::{LevelShape, compact_level, merge_in_place, merges_into_one_run, to_next_level};
+use super::shape::{LevelShape, all_runs, compact_level, merge_in_place, merges_into_one_run, to_next_level};
 use super::{Choice, CompactionTask, Context, Cursors, InputRun, Priority, Trigger, is_bottommost, key_range};
 use crate::compaction::fade::{self, DeleteUrgency};
 use crate::options::Options;
@@ -224,7 +224,11 @@ fn rewrite_entries(ks: &KeyspaceVersion, li: usize, f: &Arc<TableFile>, opts: &O
         return entries(f);
     };
     let leveled = opts.is_leveled(li, last);
-    let inputs: Vec<&Arc<TableFile>> = if leveled { vec![f] } else { level.files().collect() };
+    let inputs: Vec<&Arc<TableFile>> = if leveled && level.runs.len() == 1 {
+        vec![f]
+    } else {
+        level.files().collect()
+    };
     let own: u64 = inputs.iter().map(|x| entries(x)).sum();
     let out = li + 1;
     let out_leveled = leveled || merges_into_one_run(opts, out, last);
@@ -271,6 +275,18 @@ pub fn compact_file_for_deletes(
         return compact_level(ks, li, opts, busy, cursors).map(with_reason);
     }
     let run = level.runs.iter().find(|r| r.files.iter().any(|x| Arc::ptr_eq(x, f)))?;
+    if level.runs.len() > 1 {
+        // A leveled level holding several runs (the options changed from tiering): a
+        // file of a newer run moved down alone would pass below the older runs'
+        // versions of its keys, and one rewritten in place beside an overlapping run is
+        // not bottommost, keeps its tombstones and is picked again. Take the whole level.
+        if li == last {
+            return merge_in_place(ks, li, busy, "deletes");
+        }
+        if level.runs.last().is_some_and(|oldest| oldest.id != run.id) {
+            return to_next_level(ks, all_runs(ks, li), li + 1, true, busy, "deletes");
+        }
+    }
     let inputs = vec![InputRun {
         level: li,
         run: run.id,

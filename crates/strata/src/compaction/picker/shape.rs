@@ -129,7 +129,7 @@ pub fn merges_into_one_run(opts: &Options, out: usize, last: usize) -> bool {
     opts.runs_per_level == 1 || (opts.lazy_leveling && out == last)
 }
 
-fn all_runs(ks: &KeyspaceVersion, li: usize) -> Vec<InputRun> {
+pub(super) fn all_runs(ks: &KeyspaceVersion, li: usize) -> Vec<InputRun> {
     ks.levels
         .get(li)
         .map(|level| {

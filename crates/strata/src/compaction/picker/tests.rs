@@ -250,3 +250,48 @@ fn busy_files_are_never_picked_twice() {
     let t = CompactionPicker::default().pick(&v, &tiered(), &busy, &HashSet::new(), DeleteClock::default());
     assert!(t.is_none(), "{t:?}");
 }
+
+/// A leveled level holding two runs (the options changed from tiering), the newer one
+/// with expired tombstones: its file must not move down alone past the older run's
+/// versions of its keys, and at the last level it must not be rewritten in place beside
+/// them (not bottommost, it would keep its tombstones and be picked forever).
+#[test]
+fn deletes_in_a_leveled_level_of_several_runs_take_the_whole_level() {
+    let opts = Options {
+        delete_persistence_threshold: Some(std::time::Duration::from_secs(10)),
+        ..Options::default()
+    };
+    let files = |c: &Choice| {
+        let mut n: Vec<(usize, u64)> = c
+            .task
+            .inputs
+            .iter()
+            .flat_map(|r| r.files.iter().map(move |f| (r.level, f.number())))
+            .collect();
+        n.sort();
+        n
+    };
+    // Level 1 above level 2: both runs of level 1 go down, with what they overlap.
+    let (_d, v) = version(&[
+        (1, 40, 41, "a", "m", 1000, 5),
+        (1, 30, 31, "a", "m", 1000, 0),
+        (2, 0, 2, "a", "z", 1000, 0),
+    ]);
+    let c = choose(&deletes::DeadlineTrigger, &v, &opts, &clock_at(11_000_000)).expect("expired");
+    assert_eq!(files(&c), [(1, 31), (1, 41), (2, 2)]);
+    assert_eq!(c.task.output_level, 2);
+    // Level 1 the last: merged in place whole, bottommost.
+    let (_d, v) = version(&[(1, 40, 41, "a", "m", 1000, 5), (1, 30, 31, "a", "m", 1000, 0)]);
+    let c = choose(&deletes::DeadlineTrigger, &v, &opts, &clock_at(11_000_000)).expect("expired");
+    assert_eq!(files(&c), [(1, 31), (1, 41)]);
+    assert_eq!(c.task.output_level, 1);
+    assert!(c.task.bottommost);
+    // A file of the oldest run still moves down alone.
+    let (_d, v) = version(&[
+        (1, 40, 41, "a", "m", 1000, 0),
+        (1, 30, 31, "n", "z", 1000, 5),
+        (2, 0, 2, "x", "z", 1000, 0),
+    ]);
+    let c = choose(&deletes::DeadlineTrigger, &v, &opts, &clock_at(11_000_000)).expect("expired");
+    assert_eq!(files(&c), [(1, 31), (2, 2)]);
+}
