@@ -754,3 +754,25 @@ fn a_create_interrupted_before_its_descriptor_is_created_again() {
         .close()
         .expect("close");
 }
+
+/// A lost descriptor is refused by a serving open too when a partition it leaves to
+/// other nodes holds data: before, only the served partitions were looked at, and the
+/// open wrote a descriptor with a new count over the others' rows.
+#[test]
+fn a_serving_open_without_descriptor_is_refused_over_unserved_data() {
+    let root = tempdir();
+    let dir = root.path().join("db");
+    let db = PartitionedDb::open(&dir, 2, small()).expect("create");
+    let t = db.create_table(schema("eager")).expect("table");
+    for id in 0..40 {
+        t.insert(row(id, id % 5, None)).expect("insert");
+    }
+    drop(t);
+    db.close().expect("close");
+    std::fs::remove_file(dir.join("PARTITIONS")).expect("lose the descriptor");
+    for serve in [&[2usize, 3][..], &[1, 2, 3]] {
+        let e = PartitionedDb::open_serving(&dir, 4, serve, small()).expect_err("lost descriptor");
+        assert!(e.to_string().contains("descriptor is lost"), "{serve:?}: {e}");
+        assert!(!dir.join("PARTITIONS").exists());
+    }
+}

@@ -358,6 +358,13 @@ pub(crate) fn open_layout(
         {
             return Err(lost_descriptor(dir, beyond));
         }
+        // A serving open does not open the partitions it leaves to other nodes, whose
+        // data would then be routed anew just the same: their files must show none.
+        for i in (0..desc.count).filter(|i| serve.is_some_and(|s| !s.contains(i))) {
+            if holds_data(fs.as_ref(), &dir.join(partition_dir_name(i)))? {
+                return Err(lost_descriptor(dir, i));
+            }
+        }
     }
     let mut dbs = Vec::with_capacity(desc.count);
     for i in 0..desc.count {
@@ -382,6 +389,21 @@ pub(crate) fn open_layout(
         desc.write(fs.as_ref(), dir)?;
     }
     Ok((desc.hash, dbs))
+}
+
+/// Whether the partition database in `dir` (perhaps open elsewhere, so read from its
+/// files alone) holds data: an SSTable, or a WAL with anything written (a partition's
+/// creation writes neither).
+fn holds_data(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<bool> {
+    if !fs.exists(dir) {
+        return Ok(false);
+    }
+    for name in fs.list(dir)? {
+        if name.ends_with(".sst") || (name.ends_with(".wal") && fs.open(&dir.join(&name))?.size() > 0) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A directory without its descriptor whose partition `i` holds data, or lies beyond
