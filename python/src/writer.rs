@@ -251,11 +251,12 @@ impl TableWriter {
     }
 }
 
-/// The primary key values of a row (a dict, or a tuple/list of all the fields when the
-/// table has fields outside its primary key) or of a key (a value, or a tuple of the
-/// key's fields), given the fields and the primary key's positions among them.
+/// The primary key values of a row (a mapping, or a tuple/list of all the fields when
+/// the table has fields outside its primary key) or of a key (a value, or a tuple of
+/// the key's fields in key order, as `get` takes it), given the fields and the primary
+/// key's positions among them. When every field is in the key, a tuple is a key.
 pub fn row_or_pk(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], pk: &[usize]) -> PyResult<Vec<Value>> {
-    let is_row = obj.cast::<PyDict>().is_ok()
+    let is_row = crate::convert::as_dict(obj)?.is_some()
         || (fields.len() > pk.len()
             && (obj.cast::<PyTuple>().is_ok() || obj.cast::<PyList>().is_ok())
             && obj.len()? == fields.len());

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import pickle
+import types
 from pathlib import Path
 
 import pytest
@@ -187,6 +189,10 @@ def test_partitioner(tmp_path: Path) -> None:
     row = (12, "n", 3, None)
     assert p.partition_of(row) == p.partition_of(12) == p.partition_of((12,))
     assert p.partition_of({"id": 12, "name": "n", "age": 3}) == p.partition_of(12)
+    # Any mapping is a row, as `insert` takes it.
+    proxy = types.MappingProxyType({"id": 12, "name": "n", "age": 3})
+    assert p.partition_of(proxy) == p.partition_of(12)
+    assert p.key(collections.UserDict(id=12, name="n", age=3)) == p.key(12)
     assert p.partition_of_key(p.key(12)) == p.partition_of(12)
     # Encoded keys sort as the keys do (u64 and composite keys alike).
     ids = [0, 1, 255, 256, 2**32, 2**64 - 1]
