@@ -203,6 +203,23 @@ static OPEN_FLAGS: std::sync::OnceLock<OpenFlags> = std::sync::OnceLock::new();
 
 /// Opens the database in `dir`; only commands that write may create one.
 pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
+    open_with(dir, open_options(create))
+}
+
+/// [`open`] for a command that only reads: read-only, so the open's recovery changes
+/// nothing (it would sweep files a check must see, such as unlisted SSTables).
+pub(crate) fn open_to_read(dir: Option<&Path>) -> Result<Db> {
+    open_with(
+        dir,
+        Options {
+            read_only: true,
+            create_if_missing: false,
+            ..open_options(false)
+        },
+    )
+}
+
+fn open_with(dir: Option<&Path>, opts: Options) -> Result<Db> {
     let Some(dir) = dir else {
         return Err(CliError::Usage(
             "no database given: pass --db DIR or set STRATA_DB".into(),
@@ -218,7 +235,7 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
             dir.display()
         )));
     }
-    Ok(Db::open(dir, open_options(create))?)
+    Ok(Db::open(dir, opts)?)
 }
 
 /// `--serve`, when given.

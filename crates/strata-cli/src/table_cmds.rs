@@ -180,7 +180,12 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             db.close()?;
         }
         TableCommand::Check { compact } => {
-            let db = open(db_dir, false)?;
+            // Only `--compact` writes; a plain check must see the directory as it is.
+            let db = if compact {
+                open(db_dir, false)?
+            } else {
+                crate::commands::open_to_read(db_dir)?
+            };
             let report = db.check(CheckOptions { compact_first: compact })?;
             writeln!(out, "{report}")?;
             db.close()?;

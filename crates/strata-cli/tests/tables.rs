@@ -977,7 +977,7 @@ fn table_delete_where_deletes_by_the_delete_key() {
         1,
         &["empty"],
     );
-    assert_fails(&run(&db, &["table-delete-key", "ev", "id"]), 1, &["empty table"]);
+    assert_fails(&run(&db, &["table-delete-key", "ev", "id"]), 1, &["cannot change"]);
     assert_fails(
         &run(&db, &["table-delete-key", "ev", "ts", "--h", "0"]),
         2,

@@ -159,6 +159,9 @@ fn bad_input_is_refused_and_changes_nothing() {
     ] {
         assert!(strata::table::schema::Schema::parse(bad).is_err(), "{bad}");
     }
+    let filled = create_table(&db, "table f (id u64, v i64) primary key (id)");
+    filled.replace(vec![u(1), Value::I64(1)]).expect("replace");
+    assert!(err(filled.set_delete_key("v", TileChoice::Auto)).contains("empty table"));
     let plain = create_table(&db, "table p (id u64, v i64) primary key (id)");
     assert!(err(plain.delete_where("v", ..)).contains("no delete key"));
     // An i64 delete key deletes by signed order.
