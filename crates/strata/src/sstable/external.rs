@@ -640,10 +640,10 @@ impl Entries<'_> {
             // The limits every write keeps (`WriteBatch`): a key past them could not be
             // written or deleted again once ingested.
             let (klen, vlen) = (e.key.user_key.len(), e.value.len());
-            if klen == 0 || klen > MAX_KEY_SIZE || vlen > MAX_VALUE_SIZE {
+            if klen > MAX_KEY_SIZE || vlen > MAX_VALUE_SIZE {
                 return Err(Bad::Entry(format!(
                     "entry {n} (offset {}) has a key of {klen} bytes and a value of {vlen}: keys \
-                     take 1 to {MAX_KEY_SIZE} bytes, values at most {MAX_VALUE_SIZE}",
+                     take at most {MAX_KEY_SIZE} bytes, values {MAX_VALUE_SIZE}",
                     at()
                 )));
             }
