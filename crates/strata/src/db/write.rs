@@ -192,6 +192,8 @@ impl DbInner {
     fn commit_group(&self, leader: u64, group: &[(u64, Request)]) -> Result<HashMap<u64, SeqNo>> {
         self.check_open()?;
         self.background_error()?;
+        #[cfg(test)]
+        tests::COMMIT_GATE.pass(&self.dir);
         let mut out = HashMap::new();
         if let [(wid, Request::Freeze)] = group {
             self.freeze_memtable()?;
@@ -323,6 +325,11 @@ impl DbInner {
         if sv.mem.is_empty() {
             return Ok(());
         }
+        // A close that took the log after this leader's `check_open` has recorded it as
+        // the last one: a new log now would hold writes after the clean close.
+        if self.wal.lock().is_none() {
+            return Err(Error::Closed);
+        }
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(wal::log_file_name(number));
         let file = self.opts.fs.create(&path)?;
@@ -330,11 +337,14 @@ impl DbInner {
         self.opts.fs.sync_dir(&self.dir)?;
         {
             let mut wal_guard = self.wal.lock();
-            if let Some(old) = wal_guard.as_mut() {
-                // The old log must be complete on disk before its memtable can be
-                // flushed and the log forgotten.
-                old.writer.sync().map_err(|e| self.fail(e))?;
-            }
+            let Some(old) = wal_guard.as_mut() else {
+                drop(file);
+                let _ = self.opts.fs.remove(&path);
+                return Err(Error::Closed);
+            };
+            // The old log must be complete on disk before its memtable can be flushed
+            // and the log forgotten.
+            old.writer.sync().map_err(|e| self.fail(e))?;
             *wal_guard = Some(WalState {
                 writer: wal::Writer::new(file),
             });
@@ -504,4 +514,54 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, keep
     }
     mem.add_many(&points);
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_gate::Gate;
+    use crate::{Db, Error, Options};
+
+    /// A leader past its checks of a closed or failed database, before its work.
+    pub(super) static COMMIT_GATE: Gate = Gate::new();
+
+    /// A freeze whose leader passed `check_open` just before a close took the log fails
+    /// with `Closed` and makes no new log: before, it made one in the closed directory
+    /// and installed it, and a close reading the memtable's log after that recorded the
+    /// synced point under the new log's number (the next open then refused the log).
+    #[test]
+    fn a_freeze_racing_a_close_fails_and_the_next_open_succeeds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.put(b"a", b"1").expect("put");
+        let inner = db.inner().clone();
+        let (at_gate, reached) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        COMMIT_GATE.set(dir.path(), move || {
+            at_gate.send(()).expect("send");
+            let _ = wait.recv();
+        });
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(inner.flush_and_wait());
+        });
+        let listing = || {
+            let mut v: Vec<String> = std::fs::read_dir(dir.path())
+                .expect("ls")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        reached.recv().expect("the freeze reached the gate");
+        db.close().expect("close");
+        let closed = listing();
+        go.send(()).expect("go");
+        let r = result
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the freeze returns");
+        assert!(matches!(r, Err(Error::Closed)), "{r:?}");
+        assert_eq!(listing(), closed, "the directory changed after the close");
+        let db = Db::open(dir.path(), Options::default()).expect("the next open");
+        assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+    }
 }
