@@ -156,7 +156,13 @@ fn copy_keyspace(
         });
         let (next, r) = match resume {
             Some(Resume::At(r)) => (Bound::Included(r.clone()), r),
-            Some(Resume::After(r)) => (Bound::Excluded(r.clone()), r),
+            // The smallest key above `r`, as an included bound: a scan from `Excluded(r)`
+            // seeks `r` itself, into the damaged tile or block again.
+            Some(Resume::After(r)) => {
+                let mut above = r.clone();
+                above.push(0);
+                (Bound::Included(above), r)
+            }
             None => (Bound::Unbounded, Vec::new()),
         };
         match next {
@@ -188,13 +194,14 @@ fn copy_keyspace(
 enum Resume {
     /// At this key (the first of the next readable block).
     At(Vec<u8>),
-    /// After this key (the damaged file's largest: its index is unreadable too, or the
-    /// damaged block was its last).
+    /// After this key (a tiled table's damaged tile's last, or the damaged file's
+    /// largest: its index is unreadable too, or the damaged block was its last).
     After(Vec<u8>),
 }
 
 /// Where a scan that failed with `e` can go on: the first key of the block after the
-/// damaged one, or past the largest key of the damaged file.
+/// damaged one, past the last key of a tiled table's damaged tile, or past the largest
+/// key of the damaged file.
 fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     let Error::Corruption { file, offset, .. } = e else {
         return None;
@@ -207,22 +214,35 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
         .find(|f| f.meta.number == number)
         .map(|f| f.meta.clone())?;
     let fs = db.options().fs.clone();
-    // Resume at the first key of the block after the damaged one (read from that
-    // block itself, so it is a real key of the file).
-    let from_next_block = fs
+    let table = fs
         .open(file)
         .and_then(|f| crate::sstable::SstReader::open(f, number, None))
-        .ok()
-        .and_then(|t| {
-            let handles: Vec<_> = t.fences().map(|(_, h)| h).collect();
-            // The block the error names: the last one starting at or before its offset
-            // (which may point into the block's trailer).
-            let i = handles.iter().rposition(|h| h.offset <= *offset)?;
-            let next = handles.get(i + 1)?;
-            let mut it = t.block_iter(*next).ok()?;
-            it.seek_to_first().ok()?;
-            it.valid().then(|| crate::key::user_key(it.key()).to_vec())
+        .ok();
+    // A tiled table's pages of one tile overlap in key range, so the page after the
+    // damaged one may start inside the damaged tile: go on after that tile's last key.
+    if let Some(tiles) = table.as_ref().and_then(|t| t.tiles()) {
+        let damaged = tiles.tiles.iter().find(|tile| {
+            tiles.pages.get(tile.pages.clone()).unwrap_or_default().iter().any(|p| {
+                let end = p.handle.offset + p.handle.size + crate::sstable::format::BLOCK_TRAILER_LEN as u64;
+                (p.handle.offset..end).contains(offset)
+            })
         });
+        return Some(Resume::After(
+            damaged.map_or(meta.largest, |tile| crate::key::user_key(&tile.last).to_vec()),
+        ));
+    }
+    // Resume at the first key of the block after the damaged one (read from that
+    // block itself, so it is a real key of the file).
+    let from_next_block = table.and_then(|t| {
+        let handles: Vec<_> = t.fences().map(|(_, h)| h).collect();
+        // The block the error names: the last one starting at or before its offset
+        // (which may point into the block's trailer).
+        let i = handles.iter().rposition(|h| h.offset <= *offset)?;
+        let next = handles.get(i + 1)?;
+        let mut it = t.block_iter(*next).ok()?;
+        it.seek_to_first().ok()?;
+        it.valid().then(|| crate::key::user_key(it.key()).to_vec())
+    });
     if let Some(k) = from_next_block {
         return Some(Resume::At(k));
     }

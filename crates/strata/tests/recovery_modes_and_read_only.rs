@@ -338,3 +338,60 @@ fn salvage_keeps_everything_but_the_damaged_block() {
     // The source was not changed by the salvage (opened read-only).
     assert!(src.path().join(format!("{:06}.sst", kv_files[0])).exists());
 }
+
+/// A damaged page of a delete-tiled table costs its tile only: the pages of a tile
+/// overlap in key range, so salvage goes on after the tile's last key. Before, it went
+/// on at the next page's first key, inside the same tile, met the damage again and
+/// gave up on the rest of the keyspace.
+#[test]
+fn salvage_of_a_tiled_table_loses_the_damaged_tile_only() {
+    use strata::delete_key::{DeleteKey, TileChoice};
+    let src = tempdir();
+    let opts = Options {
+        block_size: 512,
+        block_cache_bytes: 0,
+        ..Options::default()
+    };
+    let db = Db::open(src.path(), opts.clone()).expect("open");
+    let kv = db.create_keyspace("kv").expect("keyspace");
+    kv.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(4))
+        .expect("delete key");
+    for i in 0..4000u32 {
+        let mut v = (i.wrapping_mul(2_654_435_761) % 1000).to_be_bytes().to_vec();
+        v.extend_from_slice(format!("value-{i}").as_bytes());
+        kv.put(format!("key{i:05}").as_bytes(), &v).expect("put");
+    }
+    db.compact_range().expect("compact");
+    let files: Vec<u64> = db
+        .live_files()
+        .into_iter()
+        .filter(|f| f.keyspace_name == "kv")
+        .map(|f| f.number)
+        .collect();
+    drop(kv);
+    db.close().expect("close");
+    let sst = src.path().join(format!("{:06}.sst", files[0]));
+    let mut bytes = std::fs::read(&sst).expect("read");
+    bytes[700] ^= 0x40; // the second page of the first tile
+    std::fs::write(&sst, bytes).expect("damage");
+
+    let dst = tempdir();
+    let out = dst.path().join("salvaged");
+    let report = strata::repair::salvage(src.path(), &out, RecoveryMode::SkipAnyCorruptedRecords).expect("salvage");
+    assert_eq!(report.lost.len(), 1, "{report}");
+    // One tile of four 512-byte pages holds well under 200 of the 4,000 keys.
+    assert!(report.keys > 3800 && report.keys < 4000, "{report}");
+    let db = Db::open(&out, Options::default()).expect("salvaged database opens");
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db
+        .keyspace("kv")
+        .expect("kv")
+        .scan(..)
+        .expect("scan")
+        .map(|r| r.expect("item"))
+        .collect();
+    assert_eq!(got.len() as u64, report.keys);
+    for (k, v) in &got {
+        let i: u32 = std::str::from_utf8(&k[3..]).expect("utf-8").parse().expect("number");
+        assert_eq!(&v[4..], format!("value-{i}").as_bytes(), "a salvaged value is wrong");
+    }
+}
