@@ -288,14 +288,19 @@ impl DbInner {
             let sv = self.current();
             // A paused keyspace (an index being built) cannot shrink its level 0 until
             // the build ends, and the build may wait for these very writers: never stall
-            // on it.
-            let paused = self.bg.lock().paused.clone();
-            let l0_deep = sv.version.keyspaces.values().any(|k| {
-                !paused.contains(&k.id)
-                    && k.levels
-                        .first()
-                        .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
-            });
+            // on it. Nor while a manual compaction holds the background's picks: its own
+            // flush waits behind this leader, and it merges level 0 down itself.
+            let (paused, manual) = {
+                let bg = self.bg.lock();
+                (bg.paused.clone(), bg.manual > 0)
+            };
+            let l0_deep = !manual
+                && sv.version.keyspaces.values().any(|k| {
+                    !paused.contains(&k.id)
+                        && k.levels
+                            .first()
+                            .is_some_and(|l| l.runs.len() >= self.opts.l0_stall_trigger)
+                });
             let full = sv.mem.approximate_bytes() >= self.opts.memtable_budget || self.memtable_expired(&sv);
             if !full && !l0_deep {
                 break Ok(());
@@ -563,5 +568,39 @@ mod tests {
         assert_eq!(listing(), closed, "the directory changed after the close");
         let db = Db::open(dir.path(), Options::default()).expect("the next open");
         assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+    }
+
+    /// A writer meeting a deep level 0 while a manual compaction holds the background's
+    /// picks (as `check --compact` does) goes on: stalling, it waited for compactions
+    /// nobody would pick, and the manual compaction's own flush queued behind it.
+    #[test]
+    fn level_zero_does_not_stall_writers_under_a_manual_hold() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            l0_compaction_trigger: 2,
+            l0_stall_trigger: 3,
+            memtable_budget: 64 << 10,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).expect("open");
+        let hold = crate::db::background::ManualHold::new(db.inner());
+        for i in 0..3u32 {
+            db.put(&i.to_be_bytes(), b"v").expect("put");
+            db.flush().expect("flush");
+        }
+        let ks = db.default_keyspace();
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Past the memtable budget: the leader must make room.
+            let r = (0..200u32).try_for_each(|i| ks.put(&(1000 + i).to_be_bytes(), &[b'x'; 1024]));
+            let _ = done.send(r);
+        });
+        let r = result
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer stalled under the hold");
+        assert!(r.is_ok(), "{r:?}");
+        drop(hold);
+        db.compact_range().expect("compact");
+        assert_eq!(db.scan(..).expect("scan").count(), 203);
     }
 }
