@@ -206,13 +206,31 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     let Error::Corruption { file, offset, .. } = e else {
         return None;
     };
-    let number: u64 = file.file_stem()?.to_str()?.parse().ok()?;
+    let name = file.file_name()?.to_str()?;
     let version = db.inner().current().version.clone();
-    let meta = version
-        .keyspace(keyspace)?
-        .files()
-        .find(|f| f.meta.number == number)
-        .map(|f| f.meta.clone())?;
+    let tree = version.keyspace(keyspace)?;
+    let trailer = crate::sstable::format::BLOCK_TRAILER_LEN as u64;
+    // A damaged block of a patch file stands for the base page it patches: go on as if
+    // that page of its table were damaged.
+    let (meta, offset) = match crate::sstable::patch::parse_patch_file_name(name) {
+        Some(patch) => tree.files().find_map(|f| {
+            f.meta
+                .pages
+                .patched
+                .iter()
+                .find(|p| {
+                    p.file == patch && (p.handle.offset..p.handle.offset + p.handle.size + trailer).contains(offset)
+                })
+                .map(|p| (f.meta.clone(), p.page))
+        })?,
+        None => {
+            let number: u64 = file.file_stem()?.to_str()?.parse().ok()?;
+            (tree.files().find(|f| f.meta.number == number)?.meta.clone(), *offset)
+        }
+    };
+    let offset = &offset;
+    let number = meta.number;
+    let file = &file.with_file_name(crate::sstable::sst_file_name(number));
     let fs = db.options().fs.clone();
     let table = fs
         .open(file)
@@ -222,10 +240,12 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     // damaged one may start inside the damaged tile: go on after that tile's last key.
     if let Some(tiles) = table.as_ref().and_then(|t| t.tiles()) {
         let damaged = tiles.tiles.iter().find(|tile| {
-            tiles.pages.get(tile.pages.clone()).unwrap_or_default().iter().any(|p| {
-                let end = p.handle.offset + p.handle.size + crate::sstable::format::BLOCK_TRAILER_LEN as u64;
-                (p.handle.offset..end).contains(offset)
-            })
+            tiles
+                .pages
+                .get(tile.pages.clone())
+                .unwrap_or_default()
+                .iter()
+                .any(|p| (p.handle.offset..p.handle.offset + p.handle.size + trailer).contains(offset))
         });
         return Some(Resume::After(
             damaged.map_or(meta.largest, |tile| crate::key::user_key(&tile.last).to_vec()),
