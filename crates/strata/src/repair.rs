@@ -209,7 +209,10 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     let name = file.file_name()?.to_str()?;
     let version = db.inner().current().version.clone();
     let tree = version.keyspace(keyspace)?;
-    let trailer = crate::sstable::format::BLOCK_TRAILER_LEN as u64;
+    // Whether the error's offset lies in the block at `h` (its trailer included).
+    let holds = |h: &crate::sstable::format::BlockHandle, at: u64| {
+        (h.offset..h.offset + h.size + crate::sstable::format::BLOCK_TRAILER_LEN as u64).contains(&at)
+    };
     // A damaged block of a patch file stands for the base page it patches: go on as if
     // that page of its table were damaged.
     let (meta, offset) = match crate::sstable::patch::parse_patch_file_name(name) {
@@ -218,9 +221,7 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
                 .pages
                 .patched
                 .iter()
-                .find(|p| {
-                    p.file == patch && (p.handle.offset..p.handle.offset + p.handle.size + trailer).contains(offset)
-                })
+                .find(|p| p.file == patch && holds(&p.handle, *offset))
                 .map(|p| (f.meta.clone(), p.page))
         })?,
         None => {
@@ -228,13 +229,11 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
             (tree.files().find(|f| f.meta.number == number)?.meta.clone(), *offset)
         }
     };
-    let offset = &offset;
-    let number = meta.number;
-    let file = &file.with_file_name(crate::sstable::sst_file_name(number));
+    let table_path = file.with_file_name(crate::sstable::sst_file_name(meta.number));
     let fs = db.options().fs.clone();
     let table = fs
-        .open(file)
-        .and_then(|f| crate::sstable::SstReader::open(f, number, None))
+        .open(&table_path)
+        .and_then(|f| crate::sstable::SstReader::open(f, meta.number, None))
         .ok();
     // A tiled table's pages of one tile overlap in key range, so the page after the
     // damaged one may start inside the damaged tile: go on after that tile's last key.
@@ -245,7 +244,7 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
                 .get(tile.pages.clone())
                 .unwrap_or_default()
                 .iter()
-                .any(|p| (p.handle.offset..p.handle.offset + p.handle.size + trailer).contains(offset))
+                .any(|p| holds(&p.handle, offset))
         });
         return Some(Resume::After(
             damaged.map_or(meta.largest, |tile| crate::key::user_key(&tile.last).to_vec()),
@@ -257,7 +256,7 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
         let handles: Vec<_> = t.fences().map(|(_, h)| h).collect();
         // The block the error names: the last one starting at or before its offset
         // (which may point into the block's trailer).
-        let i = handles.iter().rposition(|h| h.offset <= *offset)?;
+        let i = handles.iter().rposition(|h| h.offset <= offset)?;
         let next = handles.get(i + 1)?;
         let mut it = t.block_iter(*next).ok()?;
         it.seek_to_first().ok()?;

@@ -269,18 +269,42 @@ fn reserved_names_are_refused() {
     assert!(report.ok(), "{report}");
 }
 
-/// `repair::salvage` copies what reads back into a new database: with one data block
-/// of one SSTable damaged, every key outside that block's range survives, tables are
-/// re-created with consistent indexes, and the loss is listed.
-#[test]
-fn salvage_keeps_everything_but_the_damaged_block() {
+/// A database for the salvage tests: small blocks, no block cache.
+fn salvage_source() -> (tempfile::TempDir, Db) {
     let src = tempdir();
     let opts = Options {
         block_size: 512,
         block_cache_bytes: 0,
         ..Options::default()
     };
-    let db = Db::open(src.path(), opts.clone()).expect("open");
+    let db = Db::open(src.path(), opts).expect("open");
+    (src, db)
+}
+
+/// The numbers of keyspace `kv`'s live SSTables.
+fn kv_files(db: &Db) -> Vec<u64> {
+    db.live_files()
+        .into_iter()
+        .filter(|f| f.keyspace_name == "kv")
+        .map(|f| f.number)
+        .collect()
+}
+
+/// `src` salvaged into a new directory (kept alive by the first value): its path and
+/// the report.
+fn salvaged(src: &std::path::Path) -> (tempfile::TempDir, std::path::PathBuf, strata::repair::SalvageReport) {
+    let dst = tempdir();
+    let out = dst.path().join("salvaged");
+    let report = strata::repair::salvage(src, &out, RecoveryMode::SkipAnyCorruptedRecords).expect("salvage");
+    (dst, out, report)
+}
+
+/// `repair::salvage` copies what reads back into a new database: with one data block
+/// of one SSTable damaged, every key outside that block's range survives, tables are
+/// re-created with consistent indexes, and the loss is listed.
+#[test]
+fn salvage_keeps_everything_but_the_damaged_block() {
+    let (src, db) = salvage_source();
     let kv = db.create_keyspace("kv").expect("keyspace");
     for i in 0..2000u32 {
         kv.put(format!("key{i:05}").as_bytes(), format!("value-{i}").as_bytes())
@@ -293,12 +317,7 @@ fn salvage_keeps_everything_but_the_damaged_block() {
         t.replace(vec![Value::U64(i), Value::U64(i % 7)]).expect("row");
     }
     db.compact_range().expect("compact");
-    let kv_files: Vec<u64> = db
-        .live_files()
-        .into_iter()
-        .filter(|f| f.keyspace_name == "kv")
-        .map(|f| f.number)
-        .collect();
+    let kv_files = kv_files(&db);
     drop((kv, t));
     db.close().expect("close");
     assert_eq!(kv_files.len(), 1, "one compacted table holds kv");
@@ -307,9 +326,7 @@ fn salvage_keeps_everything_but_the_damaged_block() {
     bytes[2000] ^= 0x40; // inside the fourth or so 512-byte block
     std::fs::write(&sst, bytes).expect("damage");
 
-    let dst = tempdir();
-    let out = dst.path().join("salvaged");
-    let report = strata::repair::salvage(src.path(), &out, RecoveryMode::SkipAnyCorruptedRecords).expect("salvage");
+    let (_dst, out, report) = salvaged(src.path());
     assert_eq!(report.lost.len(), 1, "{report}");
     assert!(report.lost[0].contains(&format!("{:06}.sst", kv_files[0])), "{report}");
     assert!(report.keys > 1900 && report.keys < 2000, "{report}");
@@ -346,13 +363,7 @@ fn salvage_keeps_everything_but_the_damaged_block() {
 #[test]
 fn salvage_of_a_tiled_table_loses_the_damaged_tile_only() {
     use strata::delete_key::{DeleteKey, TileChoice};
-    let src = tempdir();
-    let opts = Options {
-        block_size: 512,
-        block_cache_bytes: 0,
-        ..Options::default()
-    };
-    let db = Db::open(src.path(), opts.clone()).expect("open");
+    let (src, db) = salvage_source();
     let kv = db.create_keyspace("kv").expect("keyspace");
     kv.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(4))
         .expect("delete key");
@@ -362,12 +373,7 @@ fn salvage_of_a_tiled_table_loses_the_damaged_tile_only() {
         kv.put(format!("key{i:05}").as_bytes(), &v).expect("put");
     }
     db.compact_range().expect("compact");
-    let files: Vec<u64> = db
-        .live_files()
-        .into_iter()
-        .filter(|f| f.keyspace_name == "kv")
-        .map(|f| f.number)
-        .collect();
+    let files = kv_files(&db);
     drop(kv);
     db.close().expect("close");
     let sst = src.path().join(format!("{:06}.sst", files[0]));
@@ -375,9 +381,7 @@ fn salvage_of_a_tiled_table_loses_the_damaged_tile_only() {
     bytes[700] ^= 0x40; // the second page of the first tile
     std::fs::write(&sst, bytes).expect("damage");
 
-    let dst = tempdir();
-    let out = dst.path().join("salvaged");
-    let report = strata::repair::salvage(src.path(), &out, RecoveryMode::SkipAnyCorruptedRecords).expect("salvage");
+    let (_dst, out, report) = salvaged(src.path());
     assert_eq!(report.lost.len(), 1, "{report}");
     // One tile of four 512-byte pages holds well under 200 of the 4,000 keys.
     assert!(report.keys > 3800 && report.keys < 4000, "{report}");

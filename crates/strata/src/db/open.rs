@@ -71,17 +71,14 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     let has_current = fs.exists(&dir.join("CURRENT"));
     let mut leftovers = false;
     if !has_current {
-        let mut foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+        let foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
         // What a creation that stopped before `CURRENT` left: cleared below, under the
         // lock, so the creation can be retried.
         leftovers = !foreign.is_empty()
             && !opts.read_only
             && opts.create_if_missing
             && crate::version::manifest::is_interrupted_creation(fs.as_ref(), &dir, &foreign)?;
-        if leftovers {
-            foreign.clear();
-        }
-        if !foreign.is_empty() {
+        if !foreign.is_empty() && !leftovers {
             return Err(Error::NotADatabase {
                 path: dir,
                 reason: format!(

@@ -330,11 +330,6 @@ impl DbInner {
         if sv.mem.is_empty() {
             return Ok(());
         }
-        // A close that took the log after this leader's `check_open` has recorded it as
-        // the last one: a new log now would hold writes after the clean close.
-        if self.wal.lock().is_none() {
-            return Err(Error::Closed);
-        }
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(wal::log_file_name(number));
         let file = self.opts.fs.create(&path)?;
@@ -342,6 +337,9 @@ impl DbInner {
         self.opts.fs.sync_dir(&self.dir)?;
         {
             let mut wal_guard = self.wal.lock();
+            // A close that took the log after this leader's checks has recorded it as the
+            // last one (as a batch finds it gone in `commit_group`): the new log must not
+            // be installed.
             let Some(old) = wal_guard.as_mut() else {
                 drop(file);
                 let _ = self.opts.fs.remove(&path);
@@ -530,7 +528,7 @@ mod tests {
     pub(super) static COMMIT_GATE: Gate = Gate::new();
 
     /// A freeze whose leader passed `check_open` just before a close took the log fails
-    /// with `Closed` and makes no new log: before, it made one in the closed directory
+    /// with `Closed` and leaves no new log: before, it made one in the closed directory
     /// and installed it, and a close reading the memtable's log after that recorded the
     /// synced point under the new log's number (the next open then refused the log).
     #[test]
