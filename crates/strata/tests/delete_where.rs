@@ -84,16 +84,31 @@ fn delete_where_hides_at_once_persists_and_drops_pages_in_compaction() {
         model.len() as u64,
         "the killed rows are gone ({entries_before} before)"
     );
+    assert_eq!(
+        ks.delete_where_records().expect("records"),
+        vec![],
+        "satisfied records are forgotten"
+    );
     // A delete on the compacted (tiled) files drops whole pages unread.
-    // A snapshot older than the delete keeps the killed rows.
+    // A snapshot older than the delete keeps the killed rows, and so the record.
     let held = db.snapshot();
     delete_where(&ks, &mut model, 500, 700);
     db.flush().expect("flush");
     ks.compact_range(..).expect("compact");
     check(&ks, &model, "after a compaction under a snapshot");
+    assert_eq!(
+        ks.delete_where_records().expect("records").len(),
+        1,
+        "a snapshot needs it"
+    );
     drop(held);
     ks.compact_range(..).expect("compact");
     check(&ks, &model, "after a second delete and compaction");
+    assert_eq!(
+        ks.delete_where_records().expect("records"),
+        vec![],
+        "satisfied records are forgotten"
+    );
     assert_eq!(
         db.stats().keyspace("orders").expect("stats").entries(),
         model.len() as u64

@@ -228,3 +228,46 @@ fn an_open_deletes_patch_files_no_table_names() {
         Ok(_) => panic!("opened without a patch file it names"),
     }
 }
+
+/// A patch that turns a killed `Put` into a `Delete` (an older version of its key is
+/// left in the tile) counts that tombstone in the file's metadata: once the satisfied
+/// record is forgotten, a scan of one run of tombstone-free files takes each key's
+/// first entry as its answer, and would return the `Delete` as an empty value.
+#[test]
+fn a_patched_tombstone_hides_its_key_from_scans_after_the_record_goes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, ks, mut model) = loaded(dir.path());
+    let k = key(17);
+    // A snapshot keeps the old version through the compaction: both in one tile.
+    let snap = db.snapshot();
+    ks.put(&k, &value(990, 1)).expect("put");
+    model.insert(k.clone(), value(990, 1));
+    db.compact_range().expect("compact");
+    drop(snap);
+    ks.delete_where(&990u32.to_be_bytes(), &991u32.to_be_bytes())
+        .expect("delete_where");
+    model.retain(|_, v| dk_of(v) != 990);
+    db.flush().expect("flush");
+    ks.put(b"zzpoke", &value(999, 1)).expect("put");
+    model.insert(b"zzpoke".to_vec(), value(999, 1));
+    db.wait_for_background().expect("background");
+    assert!(db.stats().delete_pages_patched > 0, "{}", db.stats());
+    assert_eq!(
+        ks.delete_where_records().expect("records"),
+        vec![],
+        "the record is satisfied"
+    );
+    assert_eq!(ks.get(&k).expect("get"), None);
+    let got: Vec<_> = ks
+        .scan(k.clone()..=k.clone())
+        .expect("scan")
+        .collect::<Result<_, _>>()
+        .expect("item");
+    assert_eq!(got, vec![], "the killed newest version hides the key");
+    assert!(
+        db.live_files().iter().any(|f| f.tombstones > 0),
+        "the patch's tombstone is counted"
+    );
+    assert_eq!(scan_all(&ks), model);
+    check(&db);
+}

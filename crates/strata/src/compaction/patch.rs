@@ -40,15 +40,16 @@ pub type Entry = (Vec<u8>, Vec<u8>);
 /// The entries of a page (internal-key order) that a patch keeps (invariant PP):
 /// `killed` says whether a `Put` is killed, `older_elsewhere` whether another page of
 /// the tile may hold a version of a user key. Undecodable keys are kept as they are
-/// (the reader reports them). Returns the kept entries and how many were dropped or
-/// turned into tombstones.
+/// (the reader reports them). Returns the kept entries, how many `Put`s were dropped
+/// or turned into tombstones, and how many of them became tombstones (the file's
+/// tombstone count must include those: readers and FADE trust it).
 pub fn patch_page(
     entries: Vec<Entry>,
     killed: impl Fn(&ParsedKey<'_>, &[u8]) -> bool,
     older_elsewhere: impl Fn(&[u8]) -> bool,
-) -> (Vec<Entry>, u64) {
+) -> (Vec<Entry>, u64, u64) {
     let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    let mut changed = 0;
+    let (mut changed, mut tombstones) = (0, 0);
     let mut start = 0;
     while start < entries.len() {
         let uk = user_key(&entries[start].0).to_vec();
@@ -62,6 +63,7 @@ pub fn patch_page(
                     changed += 1;
                     if older_left {
                         group.push((internal_key(p.user_key, p.seq, ValueKind::Delete), Vec::new()));
+                        tombstones += 1;
                     }
                 }
                 _ => {
@@ -73,7 +75,7 @@ pub fn patch_page(
         out.extend(group.into_iter().rev());
         start = end;
     }
-    (out, changed)
+    (out, changed, tombstones)
 }
 
 #[cfg(test)]
@@ -95,8 +97,8 @@ mod tests {
             put("c", 3, 1),
             put("d", 6, 5),
         ];
-        let (kept, changed) = patch_page(entries, kill, |uk| uk == b"d");
-        assert_eq!(changed, 3);
+        let (kept, changed, tombstones) = patch_page(entries, kill, |uk| uk == b"d");
+        assert_eq!((changed, tombstones), (3, 2));
         assert_eq!(
             kept,
             vec![
@@ -108,11 +110,15 @@ mod tests {
             "a goes; c and d keep hiding an older version"
         );
         // Two killed versions with nothing older: both go.
-        let (kept, changed) = patch_page(vec![put("e", 9, 5), put("e", 4, 5)], kill, |_| false);
-        assert_eq!((kept.len(), changed), (0, 2));
+        let (kept, changed, tombstones) = patch_page(vec![put("e", 9, 5), put("e", 4, 5)], kill, |_| false);
+        assert_eq!((kept.len(), changed, tombstones), (0, 2, 0));
         // Tombstones are kept, and hide what a killed put below them would have been.
         let del = (internal_key(b"f", 9, ValueKind::Delete), Vec::new());
-        let (kept, _) = patch_page(vec![del.clone(), put("f", 4, 5)], kill, |_| false);
+        let (kept, _, tombstones) = patch_page(vec![del.clone(), put("f", 4, 5)], kill, |_| false);
+        assert_eq!(
+            tombstones, 0,
+            "the kept tombstone was counted when its file was written"
+        );
         assert_eq!(kept, vec![del]);
     }
 }

@@ -66,20 +66,25 @@
 //!
 //! # Forgetting satisfied records
 //!
-//! **Not applied today**: the removal below raced with concurrent flushes and
-//! compactions (`model_tiering` found deleted keys coming back), so the engine keeps
-//! every record; [`file_may_need`] is the part of the rule that stands, to be applied
-//! atomically with the version it judges.
+//! Invariant RG: a secondary range delete recorded in the manifest at seqno `s` is
+//! removed once no file of its keyspace can hold a `Put` it kills: every live file
+//! owes it nothing by rule [`owes`] (it claims `s` applied, or all its entries are at
+//! least as new as `s`, or it is tiled and none of its pages still read, and not
+//! patched through `s`, meets the record's range). A merge that keeps a killed `Put`
+//! for a snapshot below `s` claims less than `s`, so its outputs keep the record.
+//! Memtables need no look: the flush that moved the record into the manifest wrote
+//! its memtable and every older one, so entries older than `s` are all in files, and
+//! every later write or ingest is newer than `s`.
 //!
-//! Invariant RG (intended): a secondary range delete recorded in the manifest at seqno `s` is
-//! removed (in the edit of a compaction or page drop of its keyspace) once no `Put` it
-//! kills can exist: every live file of the keyspace is at least as new as `s`
-//! (smallest seqno, or an ingested file's global seqno, `>= s`), or is tiled and none of
-//! its pages still read meets the record's range ([`file_may_need`]), or was just
-//! written by a merge that kept no `Put` older than `s` in the range. Memtables need no
-//! look: the flush that moved the record into the manifest wrote its memtable and every
-//! older one, so entries older than `s` are all in files. A merge that still keeps a
-//! killed `Put` (for a snapshot below `s`) keeps the record with it.
+//! The judgement is made in `DbInner::install_edit` under the version set's lock,
+//! against the version the edit applies to plus the edit's own files, and the removals
+//! go into that same edit (`db::killed`): a judgement made earlier, outside the lock,
+//! raced with a concurrent flush or compaction installing a file that still owed the
+//! record, and deleted keys came back (`model_tiering`'s regression seed). Only the
+//! keyspaces whose files the edit changes are judged; the others' records wait for
+//! their next edit. Removal is what keeps reads cheap: every read of a keyspace with a
+//! delete key checks the records (invariant DW), and a TTL-style workload adds one per
+//! `delete_where`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

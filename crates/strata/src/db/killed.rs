@@ -56,7 +56,6 @@ impl KilledPuts for Owed {
         let Ok(t) = self.cache.get(f.meta.number, f.meta.global_seq) else {
             return false;
         };
-        let map = &f.meta.pages;
         let owed = match t.tiles() {
             None => true,
             // A page dropped, or patched by a job that applied the record, owes nothing.
@@ -64,7 +63,7 @@ impl KilledPuts for Owed {
                 let live = tiles
                     .pages
                     .iter()
-                    .filter(|p| !map.is_dropped(p.handle.offset) && map.applied(p.handle.offset) < r.seq);
+                    .filter(|p| page_live_for(&f.meta, p.handle.offset, r.seq));
                 owes(r, f.meta.deletes_applied, min_seq, Some(live))
             }),
         };
@@ -117,4 +116,86 @@ impl DbInner {
             checked: self.killed_checked.clone(),
         }))
     }
+}
+
+impl DbInner {
+    /// The meta-entry removals of the secondary range delete records that no file can
+    /// need once `edit` is applied to `version` (invariant RG of `compaction::tiles`).
+    /// The caller holds the version set's lock from here to the install, so no other
+    /// edit comes between the judgement and the version it judges. Only the keyspaces
+    /// whose files the edit changes are looked at: the others' records stay needed.
+    pub(crate) fn retired_records(
+        &self,
+        version: &crate::version::Version,
+        edit: &crate::version::VersionEdit,
+    ) -> Vec<(String, Option<Vec<u8>>)> {
+        use crate::delete_key::{record_name, records_of};
+        let touched: std::collections::BTreeSet<u32> = edit
+            .new_files
+            .iter()
+            .map(|f| f.keyspace)
+            .chain(edit.deleted_files.iter().map(|(ks, _)| *ks))
+            .filter(|ks| !edit.dropped_keyspaces.contains(ks))
+            .collect();
+        let mut out = Vec::new();
+        for ks in touched {
+            // Undecodable records stay, for the reads that report them.
+            let Ok(records) = records_of(&version.meta, ks) else {
+                continue;
+            };
+            let Some(tree) = version.keyspace(ks).filter(|_| !records.is_empty()) else {
+                continue;
+            };
+            let gone: HashSet<u64> = edit
+                .deleted_files
+                .iter()
+                .filter(|(k, _)| *k == ks)
+                .map(|(_, n)| *n)
+                .collect();
+            let files = tree
+                .files()
+                .map(|f| &f.meta)
+                .filter(|m| !gone.contains(&m.number))
+                .chain(edit.new_files.iter().filter(|f| f.keyspace == ks).map(|f| &f.meta));
+            let mut needed = vec![false; records.len()];
+            for m in files {
+                let min_seq = m.global_seq.unwrap_or(m.min_seq);
+                let pending: Vec<usize> = (0..records.len())
+                    .filter(|&i| !needed[i] && records[i].seq > m.deletes_applied && min_seq < records[i].seq)
+                    .collect();
+                if pending.is_empty() {
+                    continue;
+                }
+                let judged = self.sst_cache.get(m.number, m.global_seq);
+                for i in pending {
+                    needed[i] = match judged.as_ref().map(|t| t.tiles()) {
+                        // A table that cannot be opened may need every record.
+                        Err(_) | Ok(None) => true,
+                        Ok(Some(tiles)) => {
+                            let r = &records[i];
+                            let live = tiles.pages.iter().filter(|p| page_live_for(m, p.handle.offset, r.seq));
+                            owes(r, m.deletes_applied, min_seq, Some(live))
+                        }
+                    };
+                }
+                if needed.iter().all(|n| *n) {
+                    break;
+                }
+            }
+            out.extend(
+                records
+                    .iter()
+                    .zip(needed)
+                    .filter(|(_, n)| !n)
+                    .map(|(r, _)| (record_name(ks, r.seq), None)),
+            );
+        }
+        out
+    }
+}
+
+/// True if the page at `offset` of the file `m` is still read and not patched by a job
+/// that applied the record at `seq`.
+fn page_live_for(m: &crate::version::FileMeta, offset: u64, seq: SeqNo) -> bool {
+    !m.pages.is_dropped(offset) && m.pages.applied(offset) < seq
 }

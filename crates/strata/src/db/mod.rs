@@ -472,6 +472,11 @@ impl DbInner {
             // The new files' names must be durable before the manifest names them.
             self.opts.fs.sync_dir(&self.dir)?;
         }
+        // Judged under the lock, against the version this edit applies to.
+        if crate::delete_key::any_config(&cur.meta) {
+            let retired = self.retired_records(&cur, &edit);
+            edit.meta.extend(retired);
+        }
         let v = vs.log_and_apply(edit)?;
         self.install_version(v, flushed);
         drop(vs);

@@ -98,7 +98,7 @@ impl DbInner {
             map,
             patches: &self.sst_cache,
         });
-        let (mut read, mut patched_pages) = (0u64, 0u64);
+        let (mut read, mut patched_pages, mut tombstones) = (0u64, 0u64, 0u64);
         let mut dropped = Vec::new();
         let mut blocks: Vec<(u64, Vec<u8>)> = Vec::new();
         for &i in &owing {
@@ -126,7 +126,7 @@ impl DbInner {
                 .filter(|o| o.handle.offset != at && !map.is_dropped(o.handle.offset))
                 .collect();
             let key = job.config.key;
-            let (kept, _) = patch_page(
+            let (kept, _, made) = patch_page(
                 entries,
                 |p, v| crate::delete_key::killed(&key, &records, v, p.seq, MAX_SEQNO),
                 // A whole page's keys have no other version in the file.
@@ -140,6 +140,7 @@ impl DbInner {
                 dropped.push(at);
                 continue;
             }
+            tombstones += made;
             let mut b = BlockBuilder::new(ctx.sst_opts.restart_interval);
             for (k, v) in &kept {
                 b.add(k, v);
@@ -168,6 +169,14 @@ impl DbInner {
         if new_map.dropped.len() < tiles.pages.len() || !t.range_tombstones().is_empty() {
             let mut meta = f.meta.clone();
             meta.pages = Arc::new(new_map);
+            // The tombstones a patch writes count like any other: the one-run scan
+            // trusts a file without tombstones to hold only `Put`s, and FADE purges them
+            // (with the versions they hide) within its threshold of the patch.
+            if tombstones > 0 {
+                let now = self.opts.clock.now_micros();
+                meta.tombstones += tombstones;
+                meta.oldest_tombstone_time = Some(meta.oldest_tombstone_time.map_or(now, |t| t.min(now)));
+            }
             edit.new_files.push(NewFile {
                 keyspace: ks,
                 level: input.level as u32,
