@@ -190,6 +190,10 @@ impl OutputWriter {
                 range_tombstones: props.range_deletes,
                 oldest_tombstone_time: if tombstones > 0 {
                     props.oldest_tombstone_time
+                } else if self.track_obligations {
+                    // Puts alone, which may still have overwritten versions whose index
+                    // entries await their deferred deletes.
+                    self.tombstone_time
                 } else {
                     None
                 },

@@ -231,11 +231,12 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         return Ok(());
     };
     // The next newer memtable's WAL is the oldest one still needed after this flush.
-    let next_wal = if sv.imm.len() >= 2 {
-        sv.imm[sv.imm.len() - 2].wal_number()
+    let next = if sv.imm.len() >= 2 {
+        &sv.imm[sv.imm.len() - 2]
     } else {
-        sv.mem.wal_number()
+        &sv.mem
     };
+    let (next_wal, next_born) = (next.wal_number(), next.created_at());
     let run = inner.versions.lock().new_file_number();
     let ctx = inner.job_ctx_for(&sv)?;
     #[cfg(test)]
@@ -253,6 +254,7 @@ fn flush_oldest(inner: &DbInner) -> Result<()> {
         inner.opts.deferred_sort_memory,
     )?;
     res.edit.log_number = Some(next_wal);
+    res.edit.meta.push(super::open::log_born_entry(next_wal, next_born));
     Counters::add(&inner.counters.flushes, 1);
     Counters::add(&inner.counters.flush_bytes, res.bytes);
     res.edit

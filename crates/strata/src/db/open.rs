@@ -194,7 +194,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     let manifest_at = manifest.as_ref().map(|m| (m.path.clone(), m.valid_len));
     if opts.read_only {
         // Recovered WAL data stays in one memtable, whatever its size: nothing is written.
-        let mem = Arc::new(MemTable::new(vs.log_number, opts.clock.now_micros()));
+        let mem = Arc::new(MemTable::new(vs.log_number, log_born(&vs)));
         let flushed_seq = vs.last_seq;
         let mut last_seq = flushed_seq;
         scan_logs(
@@ -231,6 +231,11 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     vs.log_number = wal_number;
     // Only now: raised before the replay, it would skip logged writes below it.
     vs.last_seq = vs.last_seq.max(last_seq).max(highest_file_seq(&vs.current()));
+    let born = opts.clock.now_micros();
+    vs.log_and_apply(VersionEdit {
+        meta: vec![log_born_entry(wal_number, born)],
+        ..Default::default()
+    })?;
     vs.write_new_manifest()?;
     let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
     for n in fs.list(dir)? {
@@ -246,8 +251,35 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
             fs.remove(&dir.join(&n))?;
         }
     }
-    let mem = Arc::new(MemTable::new(wal_number, opts.clock.now_micros()));
+    let mem = Arc::new(MemTable::new(wal_number, born));
     parts.finish(vs, mem, Some(writer))
+}
+
+/// Meta entry: the oldest log still needed (the manifest's log number) and when its
+/// memtable was made. Every log after it was made later, so recovery stamps what it
+/// replays with that time: a tombstone's FADE clock then starts no later than its
+/// write, as a flush's does (`MemTable::created_at`), however long the database was
+/// down.
+const LOG_BORN: &str = "strata.log_born";
+
+/// The [`LOG_BORN`] entry for log `number`, whose memtable was made at `micros`.
+pub(super) fn log_born_entry(number: u64, micros: u64) -> (String, Option<Vec<u8>>) {
+    let mut v = number.to_be_bytes().to_vec();
+    v.extend_from_slice(&micros.to_be_bytes());
+    (LOG_BORN.to_string(), Some(v))
+}
+
+/// When the oldest log still needed was started, or 0 (as old as can be) when the
+/// manifest does not say (a database written before the entry existed).
+fn log_born(vs: &VersionSet) -> u64 {
+    let v = vs.current();
+    let Some(b) = v.meta.get(LOG_BORN) else {
+        return 0;
+    };
+    match (b.get(..8), b.get(8..16)) {
+        (Some(n), Some(t)) if n == vs.log_number.to_be_bytes() => t.try_into().map_or(0, u64::from_be_bytes),
+        _ => 0,
+    }
 }
 
 /// The largest seqno a live file holds: new writes must come after it. An ingest's
@@ -728,14 +760,15 @@ fn replay_wal(
 ) -> Result<(u64, Vec<u64>)> {
     let scope = LogScope::of(vs);
     let mut last_seq = scope.flushed_seq;
-    let mut mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
+    let born = log_born(vs);
+    let mut mem = Arc::new(MemTable::new(0, born));
     let not_whole = scan_logs(&scope, opts, dir, manifest, &mut |version, base, batch| {
         let end = base + batch.seq_count().saturating_sub(1);
         // Operations on keyspaces dropped since are skipped.
         super::write::insert_batch(&mem, batch, base, |ks| version.keyspace(ks).is_some());
         mem.note_seq(end);
         last_seq = last_seq.max(end);
-        maybe_flush(vs, ctx, &mut mem, opts, obligations)
+        maybe_flush(vs, ctx, &mut mem, opts, obligations, born)
     })?;
     if !mem.is_empty() {
         flush_recovered(vs, ctx, &mem, opts, obligations)?;
@@ -750,10 +783,11 @@ fn maybe_flush(
     mem: &mut Arc<MemTable>,
     opts: &crate::Options,
     obligations: &dyn Obligations,
+    born: u64,
 ) -> Result<()> {
     if mem.approximate_bytes() >= opts.memtable_budget {
         flush_recovered(vs, ctx, mem, opts, obligations)?;
-        *mem = Arc::new(MemTable::new(0, opts.clock.now_micros()));
+        *mem = Arc::new(MemTable::new(0, born));
     }
     Ok(())
 }
