@@ -183,6 +183,15 @@ pub fn to_next_level(
     busy: &HashSet<u64>,
     reason: &'static str,
 ) -> Option<CompactionTask> {
+    // A file another job holds is never taken again (its hold would go with the first
+    // job to finish).
+    if inputs
+        .iter()
+        .flat_map(|r| r.files.iter())
+        .any(|f| busy.contains(&f.number()))
+    {
+        return None;
+    }
     let mut output_run = None;
     let mut trivial = false;
     if out_leveled {

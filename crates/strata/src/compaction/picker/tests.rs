@@ -122,12 +122,23 @@ fn clock_at(now: u64) -> DeleteClock {
 }
 
 fn choose(t: &dyn Trigger, v: &Version, opts: &Options, clock: &DeleteClock) -> Option<Choice> {
+    choose_busy(t, v, opts, clock, &HashSet::new())
+}
+
+/// `choose` while another job holds the files `busy`.
+fn choose_busy(
+    t: &dyn Trigger,
+    v: &Version,
+    opts: &Options,
+    clock: &DeleteClock,
+    busy: &HashSet<u64>,
+) -> Option<Choice> {
     let mut cursors = Cursors::new();
-    let (busy, paused) = (HashSet::new(), HashSet::new());
+    let paused = HashSet::new();
     let mut cx = Context {
         version: v,
         opts,
-        busy: &busy,
+        busy,
         paused: &paused,
         clock,
         cursors: &mut cursors,
@@ -280,6 +291,15 @@ fn deletes_in_a_leveled_level_of_several_runs_take_the_whole_level() {
     let c = choose(&deletes::DeadlineTrigger, &v, &opts, &clock_at(11_000_000)).expect("expired");
     assert_eq!(files(&c), [(1, 31), (1, 41), (2, 2)]);
     assert_eq!(c.task.output_level, 2);
+    // Not while another job holds a file of the level: it would lose its hold.
+    let held = choose_busy(
+        &deletes::DeadlineTrigger,
+        &v,
+        &opts,
+        &clock_at(11_000_000),
+        &HashSet::from([31]),
+    );
+    assert!(held.is_none_or(|c| files(&c).iter().all(|&(_, n)| n != 31)));
     // Level 1 the last: merged in place whole, bottommost.
     let (_d, v) = version(&[(1, 40, 41, "a", "m", 1000, 5), (1, 30, 31, "a", "m", 1000, 0)]);
     let c = choose(&deletes::DeadlineTrigger, &v, &opts, &clock_at(11_000_000)).expect("expired");
