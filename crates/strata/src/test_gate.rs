@@ -37,3 +37,7 @@ impl Gate {
         }
     }
 }
+
+/// In `DbInner::catalog_changed`, between reading the version and publishing what the
+/// layer above built from it.
+pub(crate) static CATALOG_GATE: Gate = Gate::new();

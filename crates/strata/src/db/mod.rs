@@ -150,6 +150,9 @@ pub(crate) struct DbInner {
     pub ext: Arc<dyn Extension>,
     /// Which keyspaces owe deletes for the versions they drop, as `ext` last said.
     pub obligations: RwLock<Arc<dyn Obligations>>,
+    /// Held through a whole `catalog_changed`, so the catalog and obligations last
+    /// published are those of the newest version read.
+    pub catalog_gate: Mutex<()>,
     pub closed: AtomicBool,
     /// The directory lock; released at close even while handles live on.
     pub lock: Mutex<Option<std::fs::File>>,
@@ -496,7 +499,13 @@ impl DbInner {
 
     /// Lets the layer above read the catalog of the current version again.
     pub fn catalog_changed(&self) -> Result<()> {
+        // Unserialised, a change that read an older version could publish after one
+        // that read a newer: a table just created would be missing from the catalog,
+        // or from the obligations (its dropped versions would emit no index deletes).
+        let _gate = self.catalog_gate.lock();
         let v = self.current().version.clone();
+        #[cfg(test)]
+        crate::test_gate::CATALOG_GATE.pass(&self.dir);
         *self.obligations.write() = self.ext.catalog_changed(&v)?;
         Ok(())
     }

@@ -348,6 +348,7 @@ impl Parts {
             job_ctx: self.job_ctx,
             ext: self.ext,
             obligations: RwLock::new(self.obligations),
+            catalog_gate: Mutex::new(()),
             closed: AtomicBool::new(false),
             lock: Mutex::new(self.lock),
             opts: self.opts,

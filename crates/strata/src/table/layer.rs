@@ -153,3 +153,49 @@ impl Extension for Tables {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::table::schema::Schema;
+    use crate::table::value::Value;
+    use crate::test_gate::CATALOG_GATE;
+    use crate::{Db, Options};
+
+    /// A keyspace created while a table is: whichever publishes last, the catalog and
+    /// the obligations hold the table (a stale publish lost it, and with it the index
+    /// deletes of its dropped versions).
+    #[test]
+    fn concurrent_catalog_changes_publish_the_newest_version() -> crate::Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = std::sync::Arc::new(Db::open(dir.path(), Options::default())?);
+        let other = db.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let creator = std::sync::Arc::new(parking_lot::Mutex::new(None));
+        let slot = creator.clone();
+        CATALOG_GATE.set(dir.path(), move || {
+            // The keyspace's change has read its version: the table comes after it.
+            *slot.lock() = Some(std::thread::spawn(move || {
+                let r = other
+                    .create_table(Schema::parse(
+                        "table t (id u64, v u64) primary key (id) index by_v (v) deferred",
+                    )?)
+                    .map(|_| ());
+                let _ = tx.send(());
+                r
+            }));
+            // Serialised, the table waits for this change: give it the chance to pass.
+            let _ = rx.recv_timeout(std::time::Duration::from_millis(300));
+        });
+        db.create_keyspace("x")?;
+        let handle = creator.lock().take().expect("the gate ran");
+        handle.join().expect("thread")?;
+        let t = db.table("t")?;
+        let primary = t.runtime()?.layout.primary;
+        assert!(
+            db.inner().obligations().owes(primary),
+            "the table's primary owes index deletes"
+        );
+        t.insert(vec![Value::U64(1), Value::U64(10)])?;
+        Ok(())
+    }
+}
