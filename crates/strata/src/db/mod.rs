@@ -195,26 +195,33 @@ impl Db {
         } else {
             inner.opts.background_threads
         };
+        // A start that fails stops what it started, and releases the directory lock.
+        let abandon = |inner: Arc<DbInner>, threads: Vec<JoinHandle<()>>, e: Error| {
+            let mut db = Db {
+                default: Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into()),
+                inner,
+                threads,
+            };
+            let _ = db.shutdown();
+            Err(e)
+        };
         for i in 0..workers {
             let inner2 = inner.clone();
-            let h = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("strata-bg-{i}"))
-                .spawn(move || background::worker(&inner2))
-                .map_err(|e| Error::io(&inner.dir, e))?;
-            threads.push(h);
+                .spawn(move || background::worker(&inner2));
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    let e = Error::io(&inner.dir, e);
+                    return abandon(inner, threads, e);
+                }
+            }
         }
         if !inner.opts.read_only {
             match inner.ext.start(&inner) {
                 Ok(hs) => threads.extend(hs),
-                Err(e) => {
-                    let mut db = Db {
-                        default: Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into()),
-                        inner,
-                        threads,
-                    };
-                    let _ = db.shutdown();
-                    return Err(e);
-                }
+                Err(e) => return abandon(inner, threads, e),
             }
         }
         let default = Keyspace::new(inner.clone(), 0, DEFAULT_KEYSPACE.into());
