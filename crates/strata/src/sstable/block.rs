@@ -176,6 +176,8 @@ pub struct Block {
     data_end: usize,
     restarts: Restarts,
     entries: usize,
+    /// Stored compressed: an offset inside `data` is no offset in the file.
+    compressed: bool,
 }
 
 /// A block's restart points, each with its key reduced to an integer when the block is
@@ -300,7 +302,15 @@ impl Block {
             data_end,
             restarts,
             entries,
+            compressed: false,
         })
+    }
+
+    /// Notes that the block was stored compressed: its errors then name the block's
+    /// offset in the file, not a position in the decompressed bytes.
+    pub(crate) fn stored_compressed(mut self, compressed: bool) -> Block {
+        self.compressed = compressed;
+        self
     }
 
     /// Number of entries.
@@ -511,7 +521,10 @@ impl BlockIter {
 
     fn corrupt(&mut self, e: DecodeError) -> Error {
         self.invalidate();
-        let offset = self.base.saturating_add(e.offset as u64);
+        let offset = match self.block.compressed {
+            true => self.base,
+            false => self.base.saturating_add(e.offset as u64),
+        };
         Error::corruption(&*self.path, offset, format!("bad block entry: {}", e.reason))
     }
 

@@ -48,7 +48,8 @@ pub struct SstOptions {
 /// How a tiled table (format version 4) is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TileOptions {
-    /// Pages per tile, 1..=[`MAX_TILE_PAGES`]; 1 keeps every page in key order.
+    /// Pages per tile, 1..=[`MAX_TILE_PAGES`] (a value outside is clamped into it); 1
+    /// keeps every page in key order.
     pub h: u32,
     /// The delete key pages are partitioned by (`None`: key order only).
     pub delete_key: Option<DeleteKey>,
@@ -103,9 +104,13 @@ pub struct SstWriter {
 
 impl SstWriter {
     /// Starts a table in `file` (named `path` in errors).
-    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: SstOptions) -> Self {
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, mut opts: SstOptions) -> Self {
         let offset = file.len();
-        let h = opts.tiles.map_or(1, |t| t.h.clamp(1, MAX_TILE_PAGES));
+        // Clamped once, so tiles are cut as the index records them.
+        if let Some(t) = opts.tiles.as_mut() {
+            t.h = t.h.clamp(1, MAX_TILE_PAGES);
+        }
+        let h = opts.tiles.map_or(1, |t| t.h);
         SstWriter {
             data: BlockBuilder::new(opts.restart_interval),
             index: IndexBuilder::new(),

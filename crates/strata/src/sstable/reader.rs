@@ -126,7 +126,17 @@ pub(crate) fn read_block(
         return Ok(b);
     }
     let raw = read_payload(file, h, "data block")?;
-    let block = Arc::new(Block::decode(raw).map_err(|e| corrupt(file.path(), h.offset, "data block", e))?);
+    // A decompressed block's offsets are not the file's: its errors name the block.
+    let compressed = raw.len() as u64 != h.size;
+    let block = Block::decode(raw).map_err(|e| match compressed {
+        true => Error::corruption(
+            file.path(),
+            h.offset,
+            format!("data block (decompressed): {}", e.reason),
+        ),
+        false => corrupt(file.path(), h.offset, "data block", e),
+    })?;
+    let block = Arc::new(block.stored_compressed(compressed));
     if let (Some(c), Fill::Cache) = (cache, fill) {
         c.insert(number, h.offset, Arc::clone(&block));
     }
@@ -393,10 +403,14 @@ impl SstReader {
                 continue;
             }
             LOOKUP_COUNTERS.pages_read.fetch_add(1, AtomicOrdering::Relaxed);
-            let Some((mut it, _)) = self.open_page(page, pages, Fill::Cache)? else {
+            let Some((mut it, patched)) = self.open_page(page, pages, Fill::Cache)? else {
                 continue;
             };
             it.seek(target)?;
+            if patched && it.valid() {
+                // As a scan checks every entry of a patched page (`load_tile`).
+                check_within(it.key(), &page.first, &page.last, it.path(), it.base())?;
+            }
             if it.valid()
                 && crate::key::user_key(it.key()) == user_key
                 && best

@@ -729,3 +729,88 @@ fn damaged_tiled_tables_are_corruption_naming_the_file() {
         assert_corruption_naming(r, &path, what);
     }
 }
+
+/// A compressed block whose checksum holds but whose entries do not decode is reported
+/// at the block's offset: its decompressed offsets would point past it, into the next
+/// block, and `repair` would resume after the wrong one.
+#[test]
+fn a_bad_compressed_block_is_reported_at_its_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("blocks");
+    // Zeros compress well and decode as no block (no restart point).
+    let (sealed, size) = format::seal_block(&[0u8; 4000], format::Compression::Lz4);
+    assert!(size < 200, "compressed to {size}");
+    let mut bytes = vec![7u8; 100];
+    bytes.extend_from_slice(&sealed);
+    std::fs::write(&path, &bytes).expect("write");
+    let file = RealFs.open(&path).expect("open");
+    let h = format::BlockHandle { offset: 100, size };
+    match reader::read_block(&*file, 1, None, h, reader::Fill::Bypass) {
+        Err(Error::Corruption { offset, .. }) => assert_eq!(offset, 100),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+/// A tile size past the largest is clamped where tiles are cut too, not only where the
+/// index records it: the table opens, and its tiles hold at most that many pages.
+#[test]
+fn a_tile_size_past_the_largest_is_clamped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(2000, 3);
+    let opts = SstOptions {
+        tiles: tiles(tile::MAX_TILE_PAGES + 44),
+        block_size: 64,
+        ..small_blocks(Compression::None)
+    };
+    let (path, _, props) = write(dir.path(), 1, &es, &[], opts);
+    assert!(
+        props.data_blocks > u64::from(tile::MAX_TILE_PAGES),
+        "{} pages",
+        props.data_blocks
+    );
+    let t = open(&path, None).expect("open");
+    let tix = t.tiles().expect("tile index");
+    assert_eq!(tix.h, tile::MAX_TILE_PAGES);
+    assert!(tix.tiles.iter().all(|x| x.pages.len() <= tile::MAX_TILE_PAGES as usize));
+    assert_eq!(scan_fwd(&t).expect("scan"), es);
+}
+
+/// A patched page's entry outside its base page's fences (a patch that passed its
+/// checksum but holds the wrong entries) is corruption for a point lookup as for a
+/// scan, never a value.
+#[test]
+fn a_patched_entry_outside_its_page_is_corruption_for_gets_and_scans() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let es = model(400, 5);
+    let opts = SstOptions {
+        tiles: tiles(2),
+        ..small_blocks(Compression::None)
+    };
+    let (path, _, _) = write(dir.path(), 1, &es, &[], opts);
+    let t = open(&path, None).expect("open");
+    let page = t.tiles().expect("tiled").pages[0].clone();
+    let first = parse_internal_key(&page.first).expect("first key");
+    // A version of the page's first key newer than any the page holds.
+    let (uk, seq) = (first.user_key.to_vec(), first.seq + 10);
+    let fs: Arc<dyn FileSystem> = Arc::new(RealFs);
+    let mut w = patch::PatchWriter::create(fs.clone(), dir.path(), 2, Compression::None).expect("patch file");
+    let mut b = block::BlockBuilder::new(16);
+    b.add(&internal_key(&uk, seq, ValueKind::Put), b"bogus");
+    let handle = w.add(&b.finish()).expect("add");
+    w.finish().expect("finish");
+    let map = patch::PageMap::default().patching([patch::PagePatch {
+        page: page.handle.offset,
+        file: 2,
+        handle,
+        applied: 0,
+    }]);
+    let cache = Arc::new(SstCache::new(fs, dir.path().to_path_buf(), 8, None));
+    let pages = Some(reader::Pages {
+        map: &map,
+        patches: &cache,
+    });
+    let got = t.get_paged(&uk, crate::key::MAX_SEQNO, pages, false);
+    assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
+    let mut it = t.iter_paged(reader::Fill::Bypass, None, Arc::new(map.clone()), cache.clone());
+    assert!(matches!(it.seek_to_first(), Err(Error::Corruption { .. })));
+}

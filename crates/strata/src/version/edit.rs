@@ -396,16 +396,20 @@ fn decode_new_file(buf: &[u8]) -> std::result::Result<NewFile, DecodeError> {
             NF_DELETES_APPLIED => set_once(&mut applied, d.varint()?, at)?,
             NF_DROPPED_PAGES => {
                 let b = d.length_prefixed()?;
+                // Offsets inside the list count from its first byte, past the length.
+                let b_at = d.position() - b.len();
                 let pages = decode_dropped_pages(b).map_err(|e| DecodeError {
-                    offset: at + e.offset,
+                    offset: b_at + e.offset,
                     reason: e.reason,
                 })?;
                 set_once(&mut dropped, pages, at)?
             }
             NF_PATCHED_PAGES => {
                 let b = d.length_prefixed()?;
+                // Offsets inside the list count from its first byte, past the length.
+                let b_at = d.position() - b.len();
                 let pages = decode_patched_pages(b).map_err(|e| DecodeError {
-                    offset: at + e.offset,
+                    offset: b_at + e.offset,
                     reason: e.reason,
                 })?;
                 set_once(&mut patched, pages, at)?
@@ -595,6 +599,23 @@ pub(crate) mod tests {
             ..Default::default()
         };
         assert_eq!(VersionEdit::decode(&e.encode()), Ok(e));
+
+        // Dropped pages not ascending: the error names the byte that breaks the order.
+        let mut bad = file(1, 0, None);
+        bad.meta.pages = Arc::new(PageMap {
+            dropped: vec![5, 9],
+            patched: Vec::new(),
+        });
+        let mut bytes = VersionEdit {
+            new_files: vec![bad],
+            ..Default::default()
+        }
+        .encode();
+        let list = [NF_DROPPED_PAGES as u8, 3, 2, 5, 4];
+        let at = bytes.windows(list.len()).position(|w| w == list).expect("the list") + 4;
+        bytes[at] = 0;
+        let err = VersionEdit::decode(&bytes).expect_err("not ascending");
+        assert_eq!((err.offset, err.reason), (at, "dropped pages not ascending"));
 
         // The fuzz target's seed with a page map decodes to one.
         let seed = VersionEdit::decode(include_bytes!("../../fuzz/corpus/manifest_edit/seed-patched")).expect("seed");
