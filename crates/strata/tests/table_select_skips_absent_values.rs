@@ -176,3 +176,29 @@ fn a_run_without_the_value_is_not_read() {
         }
     }
 }
+
+/// A range's unbounded lower end takes the NULLs of a nullable field (they order
+/// first); `Excluded(Null)` leaves them out, as SQL's `x < 30` would.
+#[test]
+fn a_range_from_excluded_null_leaves_the_nulls_out() {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let t = create_table(
+        &db,
+        "table t (id u64, age i64 null) primary key (id) index by_age (age)",
+    );
+    t.insert(vec![u(1), Value::Null]).expect("insert");
+    t.insert(vec![u(2), i(5)]).expect("insert");
+    t.insert(vec![u(3), i(40)]).expect("insert");
+    let ids = |lower| -> Vec<Value> {
+        t.select("by_age")
+            .range(lower, Excluded(i(30)))
+            .rows()
+            .expect("select")
+            .map(|r| r.expect("row")[0].clone())
+            .collect()
+    };
+    assert_eq!(ids(Unbounded), vec![u(1), u(2)]);
+    assert_eq!(ids(Excluded(Value::Null)), vec![u(2)]);
+}

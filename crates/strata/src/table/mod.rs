@@ -92,7 +92,7 @@ pub struct IndexStats {
     pub name: String,
     /// Unique index.
     pub unique: bool,
-    /// Entries in its SSTables (puts and tombstones) plus its memtable share.
+    /// Entries in its SSTables (puts and tombstones); its memtable share is not counted.
     pub entries: u64,
     /// Bytes in its SSTables.
     pub bytes: u64,

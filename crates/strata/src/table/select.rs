@@ -88,7 +88,10 @@ macro_rules! query_builder {
             self
         }
 
-        /// A range on the field after the equality prefix.
+        /// A range on the field after the equality prefix. Values compare as
+        /// [`Value::cmp_total`] orders them, NULL first: an unbounded lower end takes
+        /// the NULLs of a nullable field (unlike SQL's `x < 30`); start at
+        /// `Excluded(Value::Null)` to leave them out.
         pub fn range(mut self, lower: Bound<Value>, upper: Bound<Value>) -> Self {
             self.q.lower = lower;
             self.q.upper = upper;

@@ -5,7 +5,8 @@
 //! of the primary keys involved first, in ascending order, so two transactions never
 //! decide on the same key at once; unique-key stripes are taken without waiting, and a
 //! conflict restarts the transaction. Blind statements (deferred REPLACE and DELETE on
-//! a table without unique indexes) take no lock at all.
+//! a table without unique indexes) take their stripes shared: they never wait for one
+//! another, only for a statement deciding on the same key.
 //!
 //! Within a transaction, later statements see earlier ones (an overlay of written rows),
 //! and several writes to one key leave exactly one obligation each for the deferred
@@ -112,6 +113,24 @@ impl Transaction {
     }
 
     /// Applies every statement atomically, or none if one fails.
+    ///
+    /// ```
+    /// use strata::table::schema::Schema;
+    /// use strata::table::value::Value;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    /// let t = db.create_table(Schema::parse("table t (id u64, v u64) primary key (id)").unwrap()).unwrap();
+    /// let mut tx = t.transaction();
+    /// tx.insert(vec![Value::U64(1), Value::U64(10)]);
+    /// tx.update(vec![Value::U64(2)], vec![("v".into(), Value::U64(20))]);
+    /// let o = tx.commit().unwrap();
+    /// assert_eq!((o.statements, o.updates_missed), (1, 1));
+    /// assert!(o.seq > 0);
+    /// // Nothing to write: no seqno either.
+    /// let mut tx = t.transaction();
+    /// tx.update(vec![Value::U64(2)], vec![("v".into(), Value::U64(20))]);
+    /// assert_eq!(tx.commit().unwrap().seq, 0);
+    /// ```
     pub fn commit(self) -> Result<Outcome> {
         let db = self.table.db.clone();
         loop {
@@ -422,7 +441,9 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
         out.statements += 1;
     }
     let seqs = batch.seq_count();
-    out.seq = db.write(batch)?;
+    let last = db.write(batch)?;
+    // An empty batch writes nothing: `write` returns the visible seqno, not a write's.
+    out.seq = if seqs == 0 { 0 } else { last };
     add(&counters.statements, out.statements);
     add(&counters.blind_writes, cx.blind_writes);
     add(&counters.commit_purges, cx.commit_purges);
@@ -435,7 +456,7 @@ fn try_commit(db: &Arc<DbInner>, rt: &TableRuntime, stmts: &[Stmt]) -> Result<Op
             table: layout.name.clone(),
             primary: layout.primary,
             state: rt.state.clone(),
-            base: out.seq + 1 - seqs,
+            base: last + 1 - seqs,
             rows: std::mem::take(&mut cx.purge_later),
         });
     }
