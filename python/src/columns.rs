@@ -137,7 +137,13 @@ pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[Fiel
             data = vec![0u8; n.div_ceil(8)];
         }
         for (i, row) in rows.iter().enumerate() {
-            let v = row.get(c).unwrap_or(&Value::Null);
+            if row.len() != fields.len() {
+                return Err(crate::convert::redefined(
+                    py,
+                    format!("stored row has {} fields, this handle knows {}", row.len(), fields.len()),
+                ));
+            }
+            let v = &row[c];
             if v.is_null() {
                 nulls += 1;
             } else {
@@ -150,8 +156,14 @@ pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[Fiel
                 (FieldType::Bool, Value::Bool(true)) => data[i / 8] |= 1 << (i % 8),
                 (FieldType::Str, Value::Str(s)) => data.extend_from_slice(s.as_bytes()),
                 (FieldType::Bytes, Value::Bytes(b)) => data.extend_from_slice(b),
-                (FieldType::U64 | FieldType::I64 | FieldType::F64, _) => data.extend_from_slice(&[0; 8]),
-                _ => {}
+                (FieldType::U64 | FieldType::I64 | FieldType::F64, Value::Null) => data.extend_from_slice(&[0; 8]),
+                (FieldType::Bool, Value::Bool(false)) | (_, Value::Null) => {}
+                (_, v) => {
+                    return Err(crate::convert::redefined(
+                        py,
+                        format!("stored value {v:?} does not fit field {:?}", f.text),
+                    ));
+                }
             }
             if var {
                 offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());

@@ -23,7 +23,19 @@ pub fn to_py(py: Python<'_>, e: strata::Error) -> PyErr {
         _ => ("Error", None, None),
     };
     let message = e.to_string();
-    match make(py, class, message.clone(), file, offset) {
+    let made = make(py, class, message.clone(), file, offset).and_then(|err| {
+        // As `OSError`s raised by Python itself: `errno`, `strerror` and `filename`.
+        if let strata::Error::Io { path, source } = &e
+            && let Some(errno) = source.raw_os_error()
+        {
+            let value = err.value(py);
+            value.setattr("errno", errno)?;
+            value.setattr("strerror", std::io::Error::from_raw_os_error(errno).to_string())?;
+            value.setattr("filename", path.as_ref().map(|p| p.display().to_string()))?;
+        }
+        Ok(err)
+    });
+    match made {
         Ok(err) => err,
         // Only when the Python package is broken (strata._errors missing).
         Err(import) => PyRuntimeError::new_err(format!("{message} (and {import})")),

@@ -665,6 +665,7 @@ impl WriteBatch {
         if !Arc::ptr_eq(shared, &self.shared) {
             return Err(errors::invalid(py, "the batch belongs to another database"));
         }
+        self.shared.check(py)?;
         self.batch.edit(py, f)
     }
 }

@@ -383,10 +383,10 @@ fn open_info(py: Python<'_>, table: strata::table::Table) -> PyResult<Arc<Info>>
 pub fn schema_arg(py: Python<'_>, schema: &Bound<'_, PyAny>, tables: bool) -> PyResult<Schema> {
     let text = if let Ok(s) = schema.cast::<PyString>() {
         s.to_str()?.to_owned()
-    } else if let Ok(d) = schema.cast::<PyDict>() {
-        schema_text(py, d)?
     } else if let (true, Ok(t)) = (tables, schema.cast::<Table>()) {
         return t.get().engine_schema(py);
+    } else if let Some(d) = crate::convert::as_dict(schema)? {
+        schema_text(py, &d)?
     } else {
         let also = if tables { ", a dict or a Table" } else { " or a dict" };
         return Err(PyTypeError::new_err(format!(
@@ -471,7 +471,7 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
     }
     let mut text = format!("table {} (", word(item("name")?.extract()?, "name")?);
     let fields = item("fields")?;
-    let pairs: Vec<(String, String)> = if let Ok(fd) = fields.cast::<PyDict>() {
+    let pairs: Vec<(String, String)> = if let Some(fd) = crate::convert::as_dict(&fields)? {
         fd.iter()
             .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
             .collect::<PyResult<_>>()
@@ -488,13 +488,12 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
     text += &cols?.join(", ");
     text += &format!(") primary key ({})", names(&item("primary_key")?, "primary_key")?);
     if let Some(ixs) = d.get_item("indexes")? {
-        let ixs = ixs
-            .cast::<PyDict>()
-            .map_err(|_| errors::invalid(py, "schema indexes: expected {name: [fields]}"))?;
+        let ixs = crate::convert::as_dict(&ixs)?
+            .ok_or_else(|| errors::invalid(py, "schema indexes: expected {name: [fields]}"))?;
         for (name, def) in ixs.iter() {
             let name = word(name.extract()?, "index")?;
-            let (fields, unique) = match def.cast::<PyDict>() {
-                Ok(dd) => {
+            let (fields, unique) = match crate::convert::as_dict(&def)? {
+                Some(dd) => {
                     let f = dd
                         .get_item("fields")?
                         .ok_or_else(|| errors::invalid(py, format!("index {name}: needs \"fields\"")))?;
@@ -504,7 +503,7 @@ fn schema_text(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<String> {
                     };
                     (names(&f, "index fields")?, u)
                 }
-                Err(_) => (names(&def, "index fields")?, false),
+                None => (names(&def, "index fields")?, false),
             };
             text += &format!(" index {name}{} ({fields})", if unique { " unique" } else { "" });
         }
@@ -712,6 +711,8 @@ impl Rows {
 
     /// Up to `n` more rows, read with the GIL released.
     pub fn take(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Vec<Value>>> {
+        // Rows read ahead are not handed out after a close either.
+        self.alive.check(py)?;
         let mut guard = busy(self.rows.try_lock())?;
         let (pf, it) = &mut *guard;
         let mut out: Vec<Vec<Value>> = pf.buf.drain(..).collect();

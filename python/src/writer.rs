@@ -21,7 +21,6 @@ use strata::table::writer::{TableFiles, TableWriterOptions};
 
 use crate::convert::{FieldSpec, to_row};
 use crate::errors;
-use crate::kv::busy;
 use crate::table::{field_specs, schema_arg};
 
 /// Rows converted per release of the GIL in `add_many`.
@@ -50,7 +49,7 @@ impl TableWriter {
         py: Python<'_>,
         f: impl FnOnce(&mut strata::table::writer::TableWriter, &mut u64) -> PyResult<T>,
     ) -> PyResult<T> {
-        let mut guard = busy(self.state.try_lock())?;
+        let mut guard = in_use(self.state.try_lock())?;
         let (state, rows) = &mut *guard;
         match state {
             State::Open(w) => f(w, rows),
@@ -128,7 +127,7 @@ impl TableWriter {
     /// Rows added so far.
     #[getter]
     fn rows(&self) -> PyResult<u64> {
-        Ok(busy(self.state.try_lock())?.1)
+        Ok(in_use(self.state.try_lock())?.1)
     }
 
     fn __repr__(&self) -> String {
@@ -154,7 +153,16 @@ impl TableWriter {
         let mut n = 0;
         let mut chunk = Vec::with_capacity(CHUNK);
         for r in rows.try_iter()? {
-            chunk.push(to_row(py, &r?, &self.fields)?);
+            // A row that does not convert (or an iterator that raises) ends the call
+            // after the rows before it are added, as a refused row does.
+            let row = match r.and_then(|r| to_row(py, &r, &self.fields)) {
+                Ok(row) => row,
+                Err(e) => {
+                    self.add_rows(py, chunk)?;
+                    return Err(e);
+                }
+            };
+            chunk.push(row);
             if chunk.len() == CHUNK {
                 n += chunk.len() as u64;
                 self.add_rows(py, std::mem::take(&mut chunk))?;
@@ -169,7 +177,7 @@ impl TableWriter {
     /// "bytes", "files": [{"keyspace", "path", "entries", "digest"}]}`. A unique index
     /// whose rows share a key is an `IntegrityError`; a writer without rows is refused.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let mut guard = busy(self.state.try_lock())?;
+        let mut guard = in_use(self.state.try_lock())?;
         let w = match std::mem::replace(&mut guard.0, State::Finished) {
             State::Open(w) => w,
             other => {
@@ -219,7 +227,7 @@ impl TableWriter {
 
     /// Abandons the writer and removes what it wrote (the directory was new or empty).
     fn discard(&self, py: Python<'_>) -> PyResult<()> {
-        let mut guard = busy(self.state.try_lock())?;
+        let mut guard = in_use(self.state.try_lock())?;
         if let State::Open(w) = std::mem::replace(&mut guard.0, State::Discarded) {
             drop(w);
             let dir = self.dir.clone();
@@ -244,7 +252,7 @@ impl TableWriter {
     ) -> PyResult<bool> {
         match exc_type {
             Some(t) if !t.is_none() => self.discard(py)?,
-            _ if matches!(busy(self.state.try_lock())?.0, State::Open(_)) => drop(self.finish(py)?),
+            _ if matches!(in_use(self.state.try_lock())?.0, State::Open(_)) => drop(self.finish(py)?),
             _ => {}
         }
         Ok(false)
@@ -450,4 +458,10 @@ impl Partitioner {
     fn __repr__(&self) -> String {
         format!("<strata.Partitioner {} partitions: {}>", self.partitions, self.schema)
     }
+}
+
+/// A guard of the writer's lock, taken without waiting (as `kv::busy` for iterators): a
+/// second thread using the writer at the same moment gets an error.
+fn in_use<G>(guard: Option<G>) -> PyResult<G> {
+    guard.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the table writer is in use by another thread"))
 }

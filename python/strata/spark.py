@@ -342,11 +342,15 @@ def ingest_built(
         err = failed[0][1]
         assert err is not None
         done = [b.partition for b, e in outcomes if e is None]
+        note = (
+            f"strata.spark.ingest_built: partitions {done} ingested; "
+            f"{[b.partition for b, _ in failed]} not ingested"
+        )
         if hasattr(err, "add_note"):
-            err.add_note(
-                f"strata.spark.ingest_built: partitions {done} ingested; "
-                f"{[b.partition for b, _ in failed]} not ingested"
-            )
+            err.add_note(note)
+        else:
+            # Python 3.10: the same attribute, which its tracebacks do not print.
+            setattr(err, "__notes__", [*getattr(err, "__notes__", []), note])
         raise err
     return [f.result() for f in futures]
 

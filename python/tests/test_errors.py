@@ -3,6 +3,7 @@ engine's message; none of them changes anything."""
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
@@ -111,6 +112,10 @@ def test_io_error_names_the_path(tmp_path: object) -> None:
     assert isinstance(e.value, OSError)
     assert e.value.file == under
     assert "Not a directory" in str(e.value)
+    # The attributes Python's own OSError carries.
+    assert e.value.errno == errno.ENOTDIR
+    assert e.value.strerror is not None and "Not a directory" in e.value.strerror
+    assert e.value.filename == under
 
 
 def test_already_exists_and_not_found(db: strata.Database) -> None:
@@ -155,11 +160,12 @@ def test_schema_errors(db: strata.Database) -> None:
         (1, b"x", None),  # bytes for str
         (1, "x", 1.5),  # float for i64
         (None, "x", None),  # null in the primary key
-        42,  # not a row at all
     ]
     for row in bad_rows:
-        with pytest.raises((strata.SchemaError, TypeError)):
+        with pytest.raises(strata.SchemaError):
             t.insert(row)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        t.insert(42)  # type: ignore[arg-type]  # not a row at all
     assert t.count() == 0
     with pytest.raises(strata.InvalidArgument):
         t.get((1, 2))

@@ -20,9 +20,13 @@ def test_everything_raises_after_close(path: str) -> None:
     ks = db.keyspace("ks")
     t = db.create_table("table t (id u64) primary key (id)")
     t.insert((1,))
+    t.insert((5,))
+    m = db.multimap("m")
     scan = db.scan()
     assert next(scan) == (b"k000", b"v")
     rows = t.select()
+    read_ahead = t.select()
+    assert next(read_ahead) == {"id": 1}  # the rest is read ahead
     snap = db.snapshot()
     batch = db.batch()
     batch.put(b"x", b"y")
@@ -40,6 +44,8 @@ def test_everything_raises_after_close(path: str) -> None:
         lambda: t.insert((3,)),
         lambda: t.select(),
         lambda: batch.commit(),
+        lambda: read_ahead.all(),
+        lambda: m.put(b"k", b"v", batch=batch),
         lambda: txn.commit(),
         lambda: batch.put(b"x", b"z"),
         lambda: batch.delete(b"x"),
@@ -57,7 +63,7 @@ def test_everything_raises_after_close(path: str) -> None:
         assert b"x" not in again
         with pytest.raises(strata.ClosedError):
             next(scan)  # still the old, closed database
-    del scan, rows, snap, batch, txn, ks, t, db
+    del scan, rows, read_ahead, m, snap, batch, txn, ks, t, db
     gc.collect()
 
 

@@ -6,7 +6,7 @@ import collections
 import math
 import types
 from collections.abc import Sequence
-from typing import overload
+from typing import Any, overload
 
 import pytest
 
@@ -209,6 +209,19 @@ def test_dict_schema(db: strata.Database) -> None:
     assert db.tables() == ["users"]
     db.drop_table("users")
     assert db.tables() == []
+    # Any mapping, at every level, as the stubs promise.
+    frozen = types.MappingProxyType
+    t = db.create_table(
+        frozen(
+            {
+                "name": "m",
+                "fields": frozen({"id": "u64", "v": "str"}),
+                "primary_key": "id",
+                "indexes": frozen({"by_v": frozen({"fields": ["v"], "unique": True})}),
+            }
+        )
+    )
+    assert t.schema == "table m (id u64, v str) primary key (id) index by_v unique (v) deferred"
 
 
 def test_a_handle_to_a_redefined_table_is_refused(db: strata.Database) -> None:
@@ -229,10 +242,13 @@ def test_create_and_drop_index(db: strata.Database) -> None:
         t.select("by_v")
 
 
-pa = pytest.importorskip("pyarrow")
+@pytest.fixture
+def pa() -> Any:
+    """pyarrow, or the test is skipped (the tests above do not need it)."""
+    return pytest.importorskip("pyarrow")
 
 
-def test_arrow_round_trip_with_nulls(db: strata.Database) -> None:
+def test_arrow_round_trip_with_nulls(db: strata.Database, pa: Any) -> None:
     t = db.create_table(ALL_TYPES)
     table = pa.table(
         {
@@ -264,7 +280,7 @@ def test_arrow_round_trip_with_nulls(db: strata.Database) -> None:
     assert t.get(11)["ni"] is None
 
 
-def test_arrow_bad_columns(db: strata.Database) -> None:
+def test_arrow_bad_columns(db: strata.Database, pa: Any) -> None:
     t = db.create_table("table t (id u64, v str) primary key (id)")
     with pytest.raises(strata.SchemaError, match="unknown field"):
         t.replace_many(pa.table({"id": [1], "v": ["a"], "w": [1]}))
@@ -273,3 +289,17 @@ def test_arrow_bad_columns(db: strata.Database) -> None:
     with pytest.raises(strata.SchemaError):
         t.replace_many(pa.table({"id": [1]}))  # v is not nullable
     assert t.count() == 0
+
+
+def test_arrow_of_a_redefined_table_is_refused(db: strata.Database, pa: Any) -> None:
+    t = db.create_table("table a (id u64, name str) primary key (id)")
+    db.drop_table("a")
+    db.create_table("table a (id u64, n u64, x str) primary key (id)")
+    db.table("a").insert((1, 5, "x"))
+    with pytest.raises(strata.SchemaError, match="redefined"):
+        t.select().to_arrow()
+    db.drop_table("a")
+    db.create_table("table a (id u64, n u64) primary key (id)")
+    db.table("a").insert((1, 5))
+    with pytest.raises(strata.SchemaError, match="redefined"):
+        t.select().to_arrow()  # as many fields, of another type

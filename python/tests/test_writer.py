@@ -6,6 +6,7 @@ import collections
 import os
 import pickle
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,22 @@ def test_unsorted_and_repeated_rows_refused(tmp_path: Path) -> None:
         w.add_many([(6, "f", 1, None), (6, "g", 1, None)])
     assert w.rows == 2  # the row before the refused one stays
     assert w.finish()["rows"] == 2
+
+
+def test_rows_before_one_that_does_not_convert_stay_added(tmp_path: Path) -> None:
+    w = strata.TableWriter(SCHEMA, tmp_path / "load")
+    with pytest.raises(strata.SchemaError):
+        w.add_many([(0, "a", 1, None), (1, "b", 1, None), (2, "c", 1, None), (3, 4, 5, None)])
+    assert w.rows == 3
+
+    def raising() -> Iterator[tuple[int, str, int, None]]:
+        yield (3, "d", 1, None)
+        raise ValueError("the source failed")
+
+    with pytest.raises(ValueError, match="the source failed"):
+        w.add_many(raising())
+    assert w.rows == 4
+    assert w.finish()["rows"] == 4
 
 
 def test_bad_rows_and_options(tmp_path: Path) -> None:
