@@ -143,27 +143,36 @@ impl Keyspace {
         }
         if let Some(old) = config_of(&v.meta, self.id)?
             && old.key != key
+            && (!records_of(&v.meta, self.id)?.is_empty() || self.has_unflushed_delete_wheres())
         {
-            if !records_of(&v.meta, self.id)?.is_empty() || self.has_unflushed_delete_wheres() {
-                return Err(crate::Error::InvalidArgument(
-                    "the delete key cannot change once delete_where has used it".into(),
-                ));
-            }
-            // Files record their pages' delete-key ranges, not the key they were taken
-            // by: read under another key, they would drop pages of rows no delete
-            // covers. Flushing memtables would write such files.
-            let sv = self.inner.current();
-            if v.keyspace(self.id).is_some_and(|t| t.files().next().is_some()) || !sv.imm.is_empty() {
-                return Err(crate::Error::InvalidArgument(format!(
-                    "the delete key of keyspace {:?} cannot change once data was flushed under it \
-                     (its files' pages are grouped by it); set it before the first flush, or copy \
-                     the data into a new keyspace",
-                    self.name
-                )));
-            }
+            return Err(crate::Error::InvalidArgument(
+                "the delete key cannot change once delete_where has used it".into(),
+            ));
         }
         let c = DeleteConfig { key, h };
-        self.inner.set_meta(vec![(config_name(self.id), Some(c.encode()))])
+        let (id, name) = (self.id, self.name.clone());
+        let inner = self.inner.clone();
+        // Checked under the version set's lock, where the change is made: no memtable is
+        // frozen and no flush installs between the look and the change, and a flush
+        // starting after it takes the new key.
+        self.inner.catalog_edit_with(&[], &[], false, move |_| {
+            let sv = inner.current();
+            if let Some(old) = config_of(&sv.version.meta, id)?
+                && old.key != key
+                // Files record their pages' delete-key ranges, not the key they were
+                // taken by: read under another key, they would drop pages of rows no
+                // delete covers. A frozen memtable would be flushed into such files.
+                && (sv.version.keyspace(id).is_some_and(|t| t.files().next().is_some()) || !sv.imm.is_empty())
+            {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "the delete key of keyspace {name:?} cannot change once data was flushed under it \
+                     (its files' pages are grouped by it); set it before the first flush, or copy \
+                     the data into a new keyspace"
+                )));
+            }
+            Ok(vec![(config_name(id), Some(c.encode()))])
+        })?;
+        Ok(())
     }
 
     fn has_unflushed_delete_wheres(&self) -> bool {

@@ -930,9 +930,13 @@ impl Scan {
         let mut run: Option<RunIter> = None;
         for files in self.runs_in_range() {
             let it = RunIter::new(files, self.sst_cache.clone());
-            let puts_visible = files
-                .iter()
-                .all(|f| f.meta.tombstones == 0 && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot);
+            // A patched page may hold `Delete`s that files patched before their count
+            // was kept (`db::patch`) do not count: those files go to the merge.
+            let puts_visible = files.iter().all(|f| {
+                f.meta.tombstones == 0
+                    && f.meta.pages.patched.is_empty()
+                    && f.meta.global_seq.unwrap_or(f.meta.max_seq) <= self.snapshot
+            });
             if may_be_plain && puts_visible && run.is_none() && children.is_empty() {
                 run = Some(it);
             } else {
