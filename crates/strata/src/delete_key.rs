@@ -254,6 +254,12 @@ pub fn records_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> Result<Vec<Delet
         .collect()
 }
 
+/// The keyspace and seqno of a record's meta-entry name, `None` for other names.
+pub fn parse_record_name(name: &str) -> Option<(u32, SeqNo)> {
+    let (ks, seq) = name.strip_prefix(RECORD_PREFIX)?.split_once('.')?;
+    Some((ks.parse().ok()?, seq.parse().ok()?))
+}
+
 /// The names of keyspace `ks`'s delete configuration and records in `meta`.
 pub fn meta_names_of(meta: &BTreeMap<String, Vec<u8>>, ks: u32) -> impl Iterator<Item = String> + '_ {
     let config = config_name(ks);
@@ -326,6 +332,8 @@ mod tests {
         meta.insert(record_name(1, 77), r.encode());
         meta.insert(record_name(11, 5), r.encode());
         assert_eq!(records_of(&meta, 1).ok(), Some(vec![r]));
+        assert_eq!(parse_record_name(&record_name(11, 5)), Some((11, 5)));
+        assert_eq!(parse_record_name(&config_name(11)), None);
         assert!("0".parse::<TileChoice>().is_err() && "257".parse::<TileChoice>().is_err());
         assert_eq!("auto".parse::<TileChoice>().ok(), Some(TileChoice::Auto));
     }

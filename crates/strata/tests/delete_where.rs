@@ -158,6 +158,8 @@ fn bad_input_is_refused_and_changes_nothing() {
     invalid(ks.delete_where(&[9; 4], &[1; 4]), "an empty range");
     assert_eq!(db.last_seq(), seq, "no refused write took a seqno");
     assert!(ks.get(b"a").expect("get").is_some());
+    // Held, the snapshot keeps the killed row, and so the record, through the flush.
+    let held = db.snapshot();
     ks.delete_where(&[0; 4], &[0, 0, 0, 2]).expect("delete_where");
     assert_eq!(ks.get(b"a").expect("get"), None);
     invalid(
@@ -176,6 +178,34 @@ fn bad_input_is_refused_and_changes_nothing() {
     db.drop_keyspace("plain").expect("drop");
     assert!(db.meta("strata.delete_key.1").is_none());
     assert!(db.meta(&format!("strata.delete_where.1.{:020}", seq + 1)).is_none());
+    drop(held);
+}
+
+/// A record that kills nothing on disk is not kept past the flush that moves it out of
+/// its memtable, even if nothing else writes to the keyspace afterwards: every read of
+/// the keyspace would check it.
+#[test]
+fn a_record_that_kills_nothing_is_forgotten_at_its_flush() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let ks = db.create_keyspace("orders").expect("create");
+    ks.set_delete_key(DeleteKey::new(0, 4).expect("dk"), TileChoice::Fixed(4))
+        .expect("set dk");
+    for i in 0..500u32 {
+        ks.put(&key(i), &value(i % 100, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    ks.compact_range(..).expect("compact");
+    ks.delete_where(&5000u32.to_be_bytes(), &6000u32.to_be_bytes())
+        .expect("delete_where");
+    assert_eq!(ks.delete_where_records().expect("records"), vec![], "in the memtable");
+    db.flush().expect("flush");
+    assert_eq!(
+        ks.delete_where_records().expect("records"),
+        vec![],
+        "not kept by the flush"
+    );
+    assert_eq!(scan_all(&ks).len(), 500);
 }
 
 /// Files keep their pages' delete-key ranges, not the key they were taken by: once

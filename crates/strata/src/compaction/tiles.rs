@@ -80,9 +80,10 @@
 //! against the version the edit applies to plus the edit's own files, and the removals
 //! go into that same edit (`db::killed`): a judgement made earlier, outside the lock,
 //! raced with a concurrent flush or compaction installing a file that still owed the
-//! record, and deleted keys came back (`model_tiering`'s regression seed). Only the
-//! keyspaces whose files the edit changes are judged; the others' records wait for
-//! their next edit. Removal is what keeps reads cheap: every read of a keyspace with a
+//! record, and deleted keys came back (`model_tiering`'s regression seed). The records
+//! a flush moves out of its memtable are judged in its edit too (one found satisfied
+//! is not added). Only the keyspaces whose files or records the edit changes are
+//! judged; the others' records wait for their next edit. Removal is what keeps reads cheap: every read of a keyspace with a
 //! delete key checks the records (invariant DW), and a TTL-style workload adds one per
 //! `delete_where`.
 

@@ -119,30 +119,39 @@ impl DbInner {
 }
 
 impl DbInner {
-    /// The meta-entry removals of the secondary range delete records that no file can
-    /// need once `edit` is applied to `version` (invariant RG of `compaction::tiles`).
-    /// The caller holds the version set's lock from here to the install, so no other
-    /// edit comes between the judgement and the version it judges. Only the keyspaces
-    /// whose files the edit changes are looked at: the others' records stay needed.
-    pub(crate) fn retired_records(
-        &self,
-        version: &crate::version::Version,
-        edit: &crate::version::VersionEdit,
-    ) -> Vec<(String, Option<Vec<u8>>)> {
-        use crate::delete_key::{record_name, records_of};
+    /// Forgets, in `edit`, the secondary range delete records that no file can need
+    /// once `edit` is applied to `version` (invariant RG of `compaction::tiles`): those
+    /// of `version` are removed, those the edit itself moves in from a flushed memtable
+    /// are not added. The caller holds the version set's lock from here to the install,
+    /// so no other edit comes between the judgement and the version it judges. Only the
+    /// keyspaces whose files or records the edit changes are looked at.
+    pub(crate) fn retire_records(&self, version: &crate::version::Version, edit: &mut crate::version::VersionEdit) {
+        use crate::delete_key::{DeleteWhere, parse_record_name, record_name, records_of};
+        // Records the edit adds (a flush moves them out of its memtable), by keyspace.
+        let mut added: BTreeMap<u32, Vec<DeleteWhere>> = BTreeMap::new();
+        for (name, value) in &edit.meta {
+            if let (Some((ks, _)), Some(v)) = (parse_record_name(name), value)
+                && let Ok(r) = DeleteWhere::decode(v)
+            {
+                added.entry(ks).or_default().push(r);
+            }
+        }
         let touched: std::collections::BTreeSet<u32> = edit
             .new_files
             .iter()
             .map(|f| f.keyspace)
             .chain(edit.deleted_files.iter().map(|(ks, _)| *ks))
+            .chain(added.keys().copied())
             .filter(|ks| !edit.dropped_keyspaces.contains(ks))
             .collect();
-        let mut out = Vec::new();
+        let (mut removed, mut not_added) = (Vec::new(), HashSet::new());
         for ks in touched {
             // Undecodable records stay, for the reads that report them.
-            let Ok(records) = records_of(&version.meta, ks) else {
+            let Ok(mut records) = records_of(&version.meta, ks) else {
                 continue;
             };
+            let listed = records.len();
+            records.extend(added.remove(&ks).unwrap_or_default());
             let Some(tree) = version.keyspace(ks).filter(|_| !records.is_empty()) else {
                 continue;
             };
@@ -182,15 +191,16 @@ impl DbInner {
                     break;
                 }
             }
-            out.extend(
-                records
-                    .iter()
-                    .zip(needed)
-                    .filter(|(_, n)| !n)
-                    .map(|(r, _)| (record_name(ks, r.seq), None)),
-            );
+            for (i, (r, _)) in records.iter().zip(needed).enumerate().filter(|(_, (_, n))| !n) {
+                if i < listed {
+                    removed.push((record_name(ks, r.seq), None));
+                } else {
+                    not_added.insert(record_name(ks, r.seq));
+                }
+            }
         }
-        out
+        edit.meta.retain(|(name, _)| !not_added.contains(name));
+        edit.meta.extend(removed);
     }
 }
 

@@ -484,8 +484,7 @@ impl DbInner {
         }
         // Judged under the lock, against the version this edit applies to.
         if crate::delete_key::any_config(&cur.meta) {
-            let retired = self.retired_records(&cur, &edit);
-            edit.meta.extend(retired);
+            self.retire_records(&cur, &mut edit);
         }
         let v = vs.log_and_apply(edit)?;
         self.install_version(v, flushed);
