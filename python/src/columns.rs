@@ -137,12 +137,7 @@ pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[Fiel
             data = vec![0u8; n.div_ceil(8)];
         }
         for (i, row) in rows.iter().enumerate() {
-            if row.len() != fields.len() {
-                return Err(crate::convert::redefined(
-                    py,
-                    format!("stored row has {} fields, this handle knows {}", row.len(), fields.len()),
-                ));
-            }
+            crate::convert::same_width(py, row, fields)?;
             let v = &row[c];
             if v.is_null() {
                 nulls += 1;

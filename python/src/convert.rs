@@ -156,9 +156,7 @@ pub fn to_row(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec]) -> P
 
 /// A row as a `dict` keyed by field name.
 pub fn row_to_dict<'py>(py: Python<'py>, row: &[Value], fields: &[FieldSpec]) -> PyResult<Bound<'py, PyDict>> {
-    if row.len() != fields.len() {
-        return Err(redefined(py, format!("stored row has {} fields, this handle knows {}", row.len(), fields.len())));
-    }
+    same_width(py, row, fields)?;
     let d = PyDict::new(py);
     for (v, f) in row.iter().zip(fields) {
         d.set_item(f.name.bind(py), from_value(py, v))?;
@@ -169,6 +167,19 @@ pub fn row_to_dict<'py>(py: Python<'py>, row: &[Value], fields: &[FieldSpec]) ->
 /// `SchemaError`: a stored row does not match this handle's schema (`why`).
 pub fn redefined(py: Python<'_>, why: String) -> PyErr {
     errors::schema(py, format!("{why}: the table was redefined; open it again"))
+}
+
+/// `row` has as many values as this handle knows fields, or the table was redefined.
+pub fn same_width(py: Python<'_>, row: &[Value], fields: &[FieldSpec]) -> PyResult<()> {
+    if row.len() == fields.len() {
+        return Ok(());
+    }
+    let why = format!(
+        "stored row has {} fields, this handle knows {}",
+        row.len(),
+        fields.len()
+    );
+    Err(redefined(py, why))
 }
 
 /// Key values (of a primary key or an index prefix): a scalar for a one-field key, or a
