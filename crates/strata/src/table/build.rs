@@ -28,10 +28,43 @@ use crate::error::{Error, Result};
 use crate::key::{ValueKind, internal_key};
 use crate::version::VersionEdit;
 
+/// Keeps a build listed in `Tables::builds` while it runs.
+struct Running<'a> {
+    tables: &'a super::layer::Tables,
+    id: (String, String),
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.tables.builds.lock().remove(&self.id);
+    }
+}
+
+/// The name of a unique index of `table` that the catalog says is building but no
+/// build of this database runs: a build failed and so did its cleanup (a manifest
+/// write). A write checking it would wait for it forever; a reopen drops it.
+pub(crate) fn abandoned(table: &Table) -> Result<Option<String>> {
+    let rt = table.runtime()?;
+    let builds = table.tables()?.builds.lock();
+    Ok(rt
+        .layout
+        .indexes
+        .iter()
+        .find(|ix| ix.unique && ix.building && !builds.contains(&(rt.layout.name.clone(), ix.name.clone())))
+        .map(|ix| ix.name.clone()))
+}
+
 pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     let db = table.db.clone();
     let name = def.name.clone();
     super::refuse_reserved_index_name(&name)?;
+    // Listed before the catalog says building, unlisted after it says otherwise.
+    let _running = {
+        let tables = table.tables()?;
+        let id = (table.name().to_string(), name.clone());
+        tables.builds.lock().insert(id.clone());
+        Running { tables, id }
+    };
     let keyspace = {
         let _ddl = table.tables()?.ddl.write();
         let rt = table.runtime()?;
@@ -272,6 +305,38 @@ mod tests {
             t.insert(vec![Value::U64(11), Value::U64(3)]),
             Err(Error::Constraint(_))
         ));
+        Ok(())
+    }
+
+    /// A unique index the catalog says is building while no build runs (a build that
+    /// failed, and whose cleanup failed too): a write checking it fails, naming the
+    /// index, instead of waiting for a build that will never finish.
+    #[test]
+    fn a_write_does_not_wait_for_an_abandoned_build() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.create_table(Schema::parse(
+            "table t (id u64, u u64) primary key (id) index by_u unique (u)",
+        )?)?;
+        t.insert(vec![Value::U64(1), Value::U64(1)])?;
+        let rt = t.runtime()?;
+        let mut indexes = rt.layout.index_entries();
+        indexes[0].building = true;
+        let def = TableDef {
+            schema: rt.layout.schema.clone(),
+            primary: rt.layout.primary,
+            indexes,
+        };
+        db.set_meta(vec![(format!("{TABLE_META_PREFIX}t"), Some(def.encode()))])?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = t.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(writer.insert(vec![Value::U64(2), Value::U64(2)]));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the write returns");
+        assert!(matches!(&r, Err(Error::Background(m)) if m.contains("by_u")), "{r:?}");
         Ok(())
     }
 

@@ -50,6 +50,10 @@ pub(crate) struct Tables {
     pub purged: Arc<PurgedVersions>,
     /// Blind writes' old versions for the purge thread.
     pub purge: PurgeQueue,
+    /// The index builds running, as (table, index): an index the catalog says is
+    /// building with no build here was left by a build that failed and could not drop
+    /// it (`build::abandoned`).
+    pub builds: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl Tables {
@@ -61,6 +65,7 @@ impl Tables {
             emitted: Mutex::new(BTreeMap::new()),
             purged: Arc::default(),
             purge: PurgeQueue::new(),
+            builds: Mutex::default(),
         }
     }
 

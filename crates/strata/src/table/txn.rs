@@ -142,7 +142,15 @@ impl Transaction {
                 return Ok(o);
             }
             drop(ddl);
-            // A unique-key lock was busy, or a unique index is being built: retry.
+            // A unique-key lock was busy, or a unique index is being built: retry,
+            // unless the build is gone and left its index building.
+            if let Some(ix) = super::build::abandoned(&self.table)? {
+                return Err(Error::Background(format!(
+                    "unique index {ix:?} of table {:?} was left half-built by a failed build; \
+                     drop it, or reopen the database (which drops it)",
+                    self.table.name()
+                )));
+            }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
