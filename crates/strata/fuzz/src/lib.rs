@@ -51,9 +51,8 @@ fn le_u64(b: &[u8]) -> u64 {
 
 /// Rewrites the checksums of an SSTable image in place so the fuzzer reaches the
 /// decoders behind them: the trailer CRC of the four meta blocks the footer names, of
-/// every data block the (decodable) index names, and of the footer.
+/// every data block the (decodable) index of any format version names, and of the footer.
 pub fn fix_sst_checksums(data: &mut [u8]) {
-    use strata::iter::InternalIterator;
     const FOOTER: usize = 80;
     if data.len() < FOOTER {
         return;
@@ -73,22 +72,8 @@ pub fn fix_sst_checksums(data: &mut [u8]) {
         .filter(|&e| e <= data.len() as u64)
     {
         let raw = &data[off as usize..end as usize];
-        if let Ok(payload) = strata::sstable::format::unseal_block(raw)
-            && let Ok(block) = strata::sstable::Block::decode(payload)
-        {
-            let block = Arc::new(block);
-            let mut it = block.iter();
-            let mut data_handles = Vec::new();
-            let _ = it.seek_to_first();
-            while it.valid() && data_handles.len() < 10_000 {
-                if let Ok(v) = strata::sstable::index::FenceValue::decode(it.value()) {
-                    data_handles.push((v.handle.offset, v.handle.size));
-                }
-                if it.next().is_err() {
-                    break;
-                }
-            }
-            for (o, s) in data_handles {
+        if let Ok(payload) = strata::sstable::format::unseal_block(raw) {
+            for (o, s) in data_handles(&payload) {
                 fix_block(data, o, s);
             }
             // A data block may overlap a meta block: fix the meta blocks last.
@@ -99,6 +84,34 @@ pub fn fix_sst_checksums(data: &mut [u8]) {
     }
     let crc = crc32c::crc32c(&data[f..f + 76]);
     data[f + 76..f + 80].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The data blocks an index block names, whichever format version wrote it: a block of
+/// fence values (versions 1 and 2), a fence index (3) or a tile index (4).
+fn data_handles(payload: &[u8]) -> Vec<(u64, u64)> {
+    use strata::iter::InternalIterator;
+    const MAX: usize = 10_000;
+    if let Ok(ix) = strata::sstable::tile::TileIndex::decode(payload) {
+        return ix.pages.iter().take(MAX).map(|p| (p.handle.offset, p.handle.size)).collect();
+    }
+    if let Ok(ix) = strata::sstable::index::FenceIndex::decode(payload, u64::MAX) {
+        return ix.iter().take(MAX).map(|(_, h)| (h.offset, h.size)).collect();
+    }
+    let mut out = Vec::new();
+    if let Ok(block) = strata::sstable::Block::decode(payload.to_vec()) {
+        let block = Arc::new(block);
+        let mut it = block.iter();
+        let _ = it.seek_to_first();
+        while it.valid() && out.len() < MAX {
+            if let Ok(v) = strata::sstable::index::FenceValue::decode(it.value()) {
+                out.push((v.handle.offset, v.handle.size));
+            }
+            if it.next().is_err() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Rewrites the trailer checksum of the block at `(offset, size)` if it lies inside
