@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
     if flag & 1 == 1 {
         fix_sst_checksums(&mut image);
     }
-    let Ok(info) = inspect_file(MemFile::new("fuzz.sst", image.clone()), std::path::Path::new("fuzz.sst")) else {
+    let Ok(info) = inspect_file(
+        MemFile::new("fuzz.sst", image.clone()),
+        std::path::Path::new("fuzz.sst"),
+    ) else {
         return;
     };
     let table = SstReader::open(MemFile::new("fuzz.sst", image), 1, None).expect("inspected file opens");

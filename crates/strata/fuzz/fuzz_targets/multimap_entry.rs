@@ -15,5 +15,8 @@ fuzz_target!(|data: &[u8]| {
     assert!(data >= &prefix(&key)[..] && data < &prefix_end(&key)[..]);
     let mut next = key.clone();
     next.push(0);
-    assert!(encode(&next, b"") >= prefix_end(&key), "a longer key sorts after the range");
+    assert!(
+        encode(&next, b"") >= prefix_end(&key),
+        "a longer key sorts after the range"
+    );
 });

@@ -15,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
         for (fence, handle) in ix.iter() {
             b.add_fence(fence, handle);
         }
-        assert_eq!(FenceIndex::decode(&b.finish(), 1 << 20).as_ref(), Ok(&ix), "index round trip");
+        assert_eq!(
+            FenceIndex::decode(&b.finish(), 1 << 20).as_ref(),
+            Ok(&ix),
+            "index round trip"
+        );
     }
     if let Ok(v) = FenceValue::decode(data) {
         assert!(v.min_seq <= v.max_seq);

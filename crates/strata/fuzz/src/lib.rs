@@ -92,7 +92,12 @@ fn data_handles(payload: &[u8]) -> Vec<(u64, u64)> {
     use strata::iter::InternalIterator;
     const MAX: usize = 10_000;
     if let Ok(ix) = strata::sstable::tile::TileIndex::decode(payload) {
-        return ix.pages.iter().take(MAX).map(|p| (p.handle.offset, p.handle.size)).collect();
+        return ix
+            .pages
+            .iter()
+            .take(MAX)
+            .map(|p| (p.handle.offset, p.handle.size))
+            .collect();
     }
     if let Ok(ix) = strata::sstable::index::FenceIndex::decode(payload, u64::MAX) {
         return ix.iter().take(MAX).map(|(_, h)| (h.offset, h.size)).collect();
