@@ -206,6 +206,19 @@ fn a_record_that_kills_nothing_is_forgotten_at_its_flush() {
         "not kept by the flush"
     );
     assert_eq!(scan_all(&ks).len(), 500);
+    // Nor by the flush of a recovery.
+    ks.delete_where(&7000u32.to_be_bytes(), &8000u32.to_be_bytes())
+        .expect("delete_where");
+    drop(ks);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let ks = db.keyspace("orders").expect("ks");
+    assert_eq!(
+        ks.delete_where_records().expect("records"),
+        vec![],
+        "not kept by recovery"
+    );
+    assert_eq!(scan_all(&ks).len(), 500);
 }
 
 /// Files keep their pages' delete-key ranges, not the key they were taken by: once

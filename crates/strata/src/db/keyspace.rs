@@ -137,49 +137,46 @@ impl Keyspace {
         if let TileChoice::Fixed(h) = h {
             TileChoice::fixed(h)?;
         }
-        let v = self.inner.current().version.clone();
-        if v.keyspace(self.id).is_none() {
+        if self.inner.current().version.keyspace(self.id).is_none() {
             return Err(crate::Error::NotFound(format!("keyspace {:?} (dropped)", self.name)));
-        }
-        if let Some(old) = config_of(&v.meta, self.id)?
-            && old.key != key
-            && (!records_of(&v.meta, self.id)?.is_empty() || self.has_unflushed_delete_wheres())
-        {
-            return Err(crate::Error::InvalidArgument(
-                "the delete key cannot change once delete_where has used it".into(),
-            ));
         }
         let c = DeleteConfig { key, h };
         let (id, name) = (self.id, self.name.clone());
         let inner = self.inner.clone();
-        // Checked under the version set's lock, where the change is made: no memtable is
-        // frozen and no flush installs between the look and the change, and a flush
-        // starting after it takes the new key.
-        self.inner.catalog_edit_with(&[], &[], false, move |_| {
-            let sv = inner.current();
-            if let Some(old) = config_of(&sv.version.meta, id)?
-                && old.key != key
+        // Looked at with writes held and under the version set's lock, where the change
+        // is made: no delete_where commits, no memtable is frozen and no flush installs
+        // between the look and the change, and a flush starting after it takes the new
+        // key.
+        self.inner.with_writes_held(|| {
+            self.inner.catalog_edit_with(&[], &[], false, move |_| {
+                let sv = inner.current();
+                let set = vec![(config_name(id), Some(c.encode()))];
+                if !config_of(&sv.version.meta, id)?.is_some_and(|old| old.key != key) {
+                    return Ok(set);
+                }
+                let used = !records_of(&sv.version.meta, id)?.is_empty()
+                    || std::iter::once(&sv.mem)
+                        .chain(sv.imm.iter())
+                        .any(|m| !m.delete_wheres(id).is_empty());
+                if used {
+                    return Err(crate::Error::InvalidArgument(
+                        "the delete key cannot change once delete_where has used it".into(),
+                    ));
+                }
                 // Files record their pages' delete-key ranges, not the key they were
                 // taken by: read under another key, they would drop pages of rows no
                 // delete covers. A frozen memtable would be flushed into such files.
-                && (sv.version.keyspace(id).is_some_and(|t| t.files().next().is_some()) || !sv.imm.is_empty())
-            {
-                return Err(crate::Error::InvalidArgument(format!(
-                    "the delete key of keyspace {name:?} cannot change once data was flushed under it \
-                     (its files' pages are grouped by it); set it before the first flush, or copy \
-                     the data into a new keyspace"
-                )));
-            }
-            Ok(vec![(config_name(id), Some(c.encode()))])
+                if sv.version.keyspace(id).is_some_and(|t| t.files().next().is_some()) || !sv.imm.is_empty() {
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "the delete key of keyspace {name:?} cannot change once data was flushed \
+                         under it (its files' pages are grouped by it); set it before the first \
+                         flush, or copy the data into a new keyspace"
+                    )));
+                }
+                Ok(set)
+            })
         })?;
         Ok(())
-    }
-
-    fn has_unflushed_delete_wheres(&self) -> bool {
-        let sv = self.inner.current();
-        std::iter::once(&sv.mem)
-            .chain(sv.imm.iter())
-            .any(|m| !m.delete_wheres(self.id).is_empty())
     }
 
     /// Sets what the bloom filters of this keyspace's tables hold of each key, for the

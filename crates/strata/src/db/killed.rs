@@ -119,89 +119,98 @@ impl DbInner {
 }
 
 impl DbInner {
-    /// Forgets, in `edit`, the secondary range delete records that no file can need
-    /// once `edit` is applied to `version` (invariant RG of `compaction::tiles`): those
-    /// of `version` are removed, those the edit itself moves in from a flushed memtable
-    /// are not added. The caller holds the version set's lock from here to the install,
-    /// so no other edit comes between the judgement and the version it judges. Only the
-    /// keyspaces whose files or records the edit changes are looked at.
+    /// [`retire_records`] with this database's table cache.
     pub(crate) fn retire_records(&self, version: &crate::version::Version, edit: &mut crate::version::VersionEdit) {
-        use crate::delete_key::{DeleteWhere, parse_record_name, record_name, records_of};
-        // Records the edit adds (a flush moves them out of its memtable), by keyspace.
-        let mut added: BTreeMap<u32, Vec<DeleteWhere>> = BTreeMap::new();
-        for (name, value) in &edit.meta {
-            if let (Some((ks, _)), Some(v)) = (parse_record_name(name), value)
-                && let Ok(r) = DeleteWhere::decode(v)
-            {
-                added.entry(ks).or_default().push(r);
-            }
-        }
-        let touched: std::collections::BTreeSet<u32> = edit
-            .new_files
-            .iter()
-            .map(|f| f.keyspace)
-            .chain(edit.deleted_files.iter().map(|(ks, _)| *ks))
-            .chain(added.keys().copied())
-            .filter(|ks| !edit.dropped_keyspaces.contains(ks))
-            .collect();
-        let (mut removed, mut not_added) = (Vec::new(), HashSet::new());
-        for ks in touched {
-            // Undecodable records stay, for the reads that report them.
-            let Ok(mut records) = records_of(&version.meta, ks) else {
-                continue;
-            };
-            let listed = records.len();
-            records.extend(added.remove(&ks).unwrap_or_default());
-            let Some(tree) = version.keyspace(ks).filter(|_| !records.is_empty()) else {
-                continue;
-            };
-            let gone: HashSet<u64> = edit
-                .deleted_files
-                .iter()
-                .filter(|(k, _)| *k == ks)
-                .map(|(_, n)| *n)
-                .collect();
-            let files = tree
-                .files()
-                .map(|f| &f.meta)
-                .filter(|m| !gone.contains(&m.number))
-                .chain(edit.new_files.iter().filter(|f| f.keyspace == ks).map(|f| &f.meta));
-            let mut needed = vec![false; records.len()];
-            for m in files {
-                let min_seq = m.global_seq.unwrap_or(m.min_seq);
-                let pending: Vec<usize> = (0..records.len())
-                    .filter(|&i| !needed[i] && records[i].seq > m.deletes_applied && min_seq < records[i].seq)
-                    .collect();
-                if pending.is_empty() {
-                    continue;
-                }
-                let judged = self.sst_cache.get(m.number, m.global_seq);
-                for i in pending {
-                    needed[i] = match judged.as_ref().map(|t| t.tiles()) {
-                        // A table that cannot be opened may need every record.
-                        Err(_) | Ok(None) => true,
-                        Ok(Some(tiles)) => {
-                            let r = &records[i];
-                            let live = tiles.pages.iter().filter(|p| page_live_for(m, p.handle.offset, r.seq));
-                            owes(r, m.deletes_applied, min_seq, Some(live))
-                        }
-                    };
-                }
-                if needed.iter().all(|n| *n) {
-                    break;
-                }
-            }
-            for (i, (r, _)) in records.iter().zip(needed).enumerate().filter(|(_, (_, n))| !n) {
-                if i < listed {
-                    removed.push((record_name(ks, r.seq), None));
-                } else {
-                    not_added.insert(record_name(ks, r.seq));
-                }
-            }
-        }
-        edit.meta.retain(|(name, _)| !not_added.contains(name));
-        edit.meta.extend(removed);
+        retire_records(&self.sst_cache, version, edit);
     }
+}
+
+/// Forgets, in `edit`, the secondary range delete records that no file can need
+/// once `edit` is applied to `version` (invariant RG of `compaction::tiles`): those
+/// of `version` are removed, those the edit itself moves in from a flushed memtable
+/// are not added. The caller holds the version set's lock from here to the install,
+/// so no other edit comes between the judgement and the version it judges. Only the
+/// keyspaces whose files or records the edit changes are looked at.
+pub(crate) fn retire_records(
+    cache: &SstCache,
+    version: &crate::version::Version,
+    edit: &mut crate::version::VersionEdit,
+) {
+    use crate::delete_key::{DeleteWhere, parse_record_name, record_name, records_of};
+    // Records the edit adds (a flush moves them out of its memtable), by keyspace.
+    let mut added: BTreeMap<u32, Vec<DeleteWhere>> = BTreeMap::new();
+    for (name, value) in &edit.meta {
+        if let (Some((ks, _)), Some(v)) = (parse_record_name(name), value)
+            && let Ok(r) = DeleteWhere::decode(v)
+        {
+            added.entry(ks).or_default().push(r);
+        }
+    }
+    let touched: std::collections::BTreeSet<u32> = edit
+        .new_files
+        .iter()
+        .map(|f| f.keyspace)
+        .chain(edit.deleted_files.iter().map(|(ks, _)| *ks))
+        .chain(added.keys().copied())
+        .filter(|ks| !edit.dropped_keyspaces.contains(ks))
+        .collect();
+    let (mut removed, mut not_added) = (Vec::new(), HashSet::new());
+    for ks in touched {
+        // Undecodable records stay, for the reads that report them.
+        let Ok(mut records) = records_of(&version.meta, ks) else {
+            continue;
+        };
+        let listed = records.len();
+        records.extend(added.remove(&ks).unwrap_or_default());
+        let Some(tree) = version.keyspace(ks).filter(|_| !records.is_empty()) else {
+            continue;
+        };
+        let gone: HashSet<u64> = edit
+            .deleted_files
+            .iter()
+            .filter(|(k, _)| *k == ks)
+            .map(|(_, n)| *n)
+            .collect();
+        let files = tree
+            .files()
+            .map(|f| &f.meta)
+            .filter(|m| !gone.contains(&m.number))
+            .chain(edit.new_files.iter().filter(|f| f.keyspace == ks).map(|f| &f.meta));
+        let mut needed = vec![false; records.len()];
+        for m in files {
+            let min_seq = m.global_seq.unwrap_or(m.min_seq);
+            let pending: Vec<usize> = (0..records.len())
+                .filter(|&i| !needed[i] && records[i].seq > m.deletes_applied && min_seq < records[i].seq)
+                .collect();
+            if pending.is_empty() {
+                continue;
+            }
+            let judged = cache.get(m.number, m.global_seq);
+            for i in pending {
+                needed[i] = match judged.as_ref().map(|t| t.tiles()) {
+                    // A table that cannot be opened may need every record.
+                    Err(_) | Ok(None) => true,
+                    Ok(Some(tiles)) => {
+                        let r = &records[i];
+                        let live = tiles.pages.iter().filter(|p| page_live_for(m, p.handle.offset, r.seq));
+                        owes(r, m.deletes_applied, min_seq, Some(live))
+                    }
+                };
+            }
+            if needed.iter().all(|n| *n) {
+                break;
+            }
+        }
+        for (i, (r, _)) in records.iter().zip(needed).enumerate().filter(|(_, (_, n))| !n) {
+            if i < listed {
+                removed.push((record_name(ks, r.seq), None));
+            } else {
+                not_added.insert(record_name(ks, r.seq));
+            }
+        }
+    }
+    edit.meta.retain(|(name, _)| !not_added.contains(name));
+    edit.meta.extend(removed);
 }
 
 /// True if the page at `offset` of the file `m` is still read and not patched by a job

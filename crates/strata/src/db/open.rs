@@ -802,7 +802,11 @@ fn flush_recovered(
 ) -> Result<()> {
     let run = vs.new_file_number();
     let version = vs.current();
-    let res = flush_memtable(ctx, mem, &version, &[], run, obligations, opts.deferred_sort_memory)?;
+    let mut res = flush_memtable(ctx, mem, &version, &[], run, obligations, opts.deferred_sort_memory)?;
+    // As `DbInner::install_edit` does: records no file can owe are not kept.
+    if crate::delete_key::any_config(&version.meta) {
+        super::killed::retire_records(&ctx.sst_cache, &version, &mut res.edit);
+    }
     if !res.edit.new_files.is_empty() {
         // The new files' names must be durable before the manifest names them (as in
         // `DbInner::install_edit`): only the first edit of an open rolls the manifest,

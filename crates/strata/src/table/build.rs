@@ -34,9 +34,24 @@ struct Running<'a> {
     id: (String, String),
 }
 
+impl<'a> Running<'a> {
+    /// Lists a build of index `index` of table `table`.
+    fn start(tables: &'a super::layer::Tables, table: &str, index: &str) -> Running<'a> {
+        let id = (table.to_string(), index.to_string());
+        *tables.builds.lock().entry(id.clone()).or_default() += 1;
+        Running { tables, id }
+    }
+}
+
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.tables.builds.lock().remove(&self.id);
+        let mut builds = self.tables.builds.lock();
+        if let Some(n) = builds.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                builds.remove(&self.id);
+            }
+        }
     }
 }
 
@@ -44,13 +59,15 @@ impl Drop for Running<'_> {
 /// build of this database runs: a build failed and so did its cleanup (a manifest
 /// write). A write checking it would wait for it forever; a reopen drops it.
 pub(crate) fn abandoned(table: &Table) -> Result<Option<String>> {
-    let rt = table.runtime()?;
+    // The registry first: a build is listed before the catalog says building and
+    // unlisted after it says otherwise, so a catalog read under the lock agrees with it.
     let builds = table.tables()?.builds.lock();
+    let rt = table.runtime()?;
     Ok(rt
         .layout
         .indexes
         .iter()
-        .find(|ix| ix.unique && ix.building && !builds.contains(&(rt.layout.name.clone(), ix.name.clone())))
+        .find(|ix| ix.unique && ix.building && !builds.contains_key(&(rt.layout.name.clone(), ix.name.clone())))
         .map(|ix| ix.name.clone()))
 }
 
@@ -59,12 +76,7 @@ pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     let name = def.name.clone();
     super::refuse_reserved_index_name(&name)?;
     // Listed before the catalog says building, unlisted after it says otherwise.
-    let _running = {
-        let tables = table.tables()?;
-        let id = (table.name().to_string(), name.clone());
-        tables.builds.lock().insert(id.clone());
-        Running { tables, id }
-    };
+    let _running = Running::start(table.tables()?, table.name(), &name);
     let keyspace = {
         let _ddl = table.tables()?.ddl.write();
         let rt = table.runtime()?;
@@ -337,6 +349,29 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("the write returns");
         assert!(matches!(&r, Err(Error::Background(m)) if m.contains("by_u")), "{r:?}");
+        Ok(())
+    }
+
+    /// Two builds under one name (an index dropped while built, and made again): the
+    /// first one ending does not unlist the second.
+    #[test]
+    fn builds_under_one_name_are_counted() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        let t = db.create_table(Schema::parse("table t (id u64, u u64) primary key (id)")?)?;
+        let tables = t.tables()?;
+        let listed = || {
+            tables
+                .builds
+                .lock()
+                .contains_key(&("t".to_string(), "by_u".to_string()))
+        };
+        let first = Running::start(tables, "t", "by_u");
+        let second = Running::start(tables, "t", "by_u");
+        drop(first);
+        assert!(listed(), "the second build still runs");
+        drop(second);
+        assert!(!listed());
         Ok(())
     }
 

@@ -50,10 +50,11 @@ pub(crate) struct Tables {
     pub purged: Arc<PurgedVersions>,
     /// Blind writes' old versions for the purge thread.
     pub purge: PurgeQueue,
-    /// The index builds running, as (table, index): an index the catalog says is
+    /// The index builds running, counted by (table, index) (a dropped index's build may
+    /// still be failing while one under the same name runs): an index the catalog says is
     /// building with no build here was left by a build that failed and could not drop
     /// it (`build::abandoned`).
-    pub builds: Mutex<std::collections::HashSet<(String, String)>>,
+    pub builds: Mutex<HashMap<(String, String), usize>>,
 }
 
 impl Tables {
