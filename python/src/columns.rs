@@ -121,6 +121,9 @@ pub fn rows_from_arrow(py: Python<'_>, table: &Bound<'_, PyAny>, fields: &[Field
 
 /// A `pyarrow.Table` of `rows`.
 pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[FieldSpec]) -> PyResult<Bound<'py, PyAny>> {
+    for row in rows {
+        crate::convert::same_width(py, row, fields)?;
+    }
     let names = PyList::empty(py);
     let cols = PyList::empty(py);
     for (c, f) in fields.iter().enumerate() {
@@ -137,7 +140,6 @@ pub fn arrow_from_rows<'py>(py: Python<'py>, rows: &[Vec<Value>], fields: &[Fiel
             data = vec![0u8; n.div_ceil(8)];
         }
         for (i, row) in rows.iter().enumerate() {
-            crate::convert::same_width(py, row, fields)?;
             let v = &row[c];
             if v.is_null() {
                 nulls += 1;

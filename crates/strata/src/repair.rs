@@ -211,7 +211,7 @@ fn resume_after(db: &Db, keyspace: u32, e: &Error) -> Option<Resume> {
     let tree = version.keyspace(keyspace)?;
     // Whether the error's offset lies in the block at `h` (its trailer included).
     let holds = |h: &crate::sstable::format::BlockHandle, at: u64| {
-        (h.offset..h.offset + h.size + crate::sstable::format::BLOCK_TRAILER_LEN as u64).contains(&at)
+        h.end_with_trailer().is_some_and(|end| (h.offset..end).contains(&at))
     };
     // A damaged block of a patch file stands for the base page it patches: go on as if
     // that page of its table were damaged.

@@ -83,9 +83,9 @@
 //! record, and deleted keys came back (`model_tiering`'s regression seed). The records
 //! a flush moves out of its memtable are judged in its edit too (one found satisfied
 //! is not added). Only the keyspaces whose files or records the edit changes are
-//! judged; the others' records wait for their next edit. Removal is what keeps reads cheap: every read of a keyspace with a
-//! delete key checks the records (invariant DW), and a TTL-style workload adds one per
-//! `delete_where`.
+//! judged; the others' records wait for their next edit. Removal is what keeps reads
+//! cheap: every read of a keyspace with a delete key checks the records (invariant
+//! DW), and a TTL-style workload adds one per `delete_where`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

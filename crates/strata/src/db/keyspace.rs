@@ -130,7 +130,7 @@ impl Keyspace {
     /// assert!(orders.get(b"o2").unwrap().is_some());
     /// ```
     pub fn set_delete_key(&self, key: crate::delete_key::DeleteKey, h: crate::delete_key::TileChoice) -> Result<()> {
-        use crate::delete_key::{DeleteConfig, TileChoice, config_name, config_of, records_of};
+        use crate::delete_key::{DeleteConfig, TileChoice, config_name, config_of};
         self.inner.check_writable()?;
         // Checked here too: the fields are public.
         crate::delete_key::DeleteKey::new(key.offset, key.width)?;
@@ -154,11 +154,7 @@ impl Keyspace {
                 if !config_of(&sv.version.meta, id)?.is_some_and(|old| old.key != key) {
                     return Ok(set);
                 }
-                let used = !records_of(&sv.version.meta, id)?.is_empty()
-                    || std::iter::once(&sv.mem)
-                        .chain(sv.imm.iter())
-                        .any(|m| !m.delete_wheres(id).is_empty());
-                if used {
+                if !super::read::delete_wheres_in(&sv, id)?.is_empty() {
                     return Err(crate::Error::InvalidArgument(
                         "the delete key cannot change once delete_where has used it".into(),
                     ));

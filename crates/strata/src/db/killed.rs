@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use super::DbInner;
 use crate::compaction::tiles::{KilledPuts, owes};
 use crate::delete_key::DeleteWhere;
+use crate::error::Result;
 use crate::key::SeqNo;
 use crate::sstable::SstCache;
 use crate::version::TableFile;
@@ -42,31 +43,14 @@ impl KilledPuts for Owed {
         let Some(records) = self.records.get(&ks) else {
             return false;
         };
-        let min_seq = f.meta.global_seq.unwrap_or(f.meta.min_seq);
         let checked = self.checked.lock().get(&f.number()).copied().unwrap_or(0);
-        let pending: Vec<&DeleteWhere> = records
-            .iter()
-            .filter(|r| r.seq > checked && r.seq > f.meta.deletes_applied && min_seq < r.seq)
-            .collect();
-        if pending.is_empty() {
-            return false;
-        }
+        let pending: Vec<&DeleteWhere> = records.iter().filter(|r| r.seq > checked).collect();
         // A table that cannot be opened is left alone here: its rewrite would fail too,
         // and the reads that meet it report the damage.
-        let Ok(t) = self.cache.get(f.meta.number, f.meta.global_seq) else {
+        let Ok(owed) = owed_by(&self.cache, &f.meta, &pending) else {
             return false;
         };
-        let owed = match t.tiles() {
-            None => true,
-            // A page dropped, or patched by a job that applied the record, owes nothing.
-            Some(tiles) => pending.iter().any(|r| {
-                let live = tiles
-                    .pages
-                    .iter()
-                    .filter(|p| page_live_for(&f.meta, p.handle.offset, r.seq));
-                owes(r, f.meta.deletes_applied, min_seq, Some(live))
-            }),
-        };
+        let owed = owed.contains(&true);
         if !owed {
             self.checked.lock().insert(f.number(), self.through);
         }
@@ -118,13 +102,6 @@ impl DbInner {
     }
 }
 
-impl DbInner {
-    /// [`retire_records`] with this database's table cache.
-    pub(crate) fn retire_records(&self, version: &crate::version::Version, edit: &mut crate::version::VersionEdit) {
-        retire_records(&self.sst_cache, version, edit);
-    }
-}
-
 /// Forgets, in `edit`, the secondary range delete records that no file can need
 /// once `edit` is applied to `version` (invariant RG of `compaction::tiles`): those
 /// of `version` are removed, those the edit itself moves in from a flushed memtable
@@ -136,7 +113,7 @@ pub(crate) fn retire_records(
     version: &crate::version::Version,
     edit: &mut crate::version::VersionEdit,
 ) {
-    use crate::delete_key::{DeleteWhere, parse_record_name, record_name, records_of};
+    use crate::delete_key::{parse_record_name, record_name, records_of};
     // Records the edit adds (a flush moves them out of its memtable), by keyspace.
     let mut added: BTreeMap<u32, Vec<DeleteWhere>> = BTreeMap::new();
     for (name, value) in &edit.meta {
@@ -178,24 +155,12 @@ pub(crate) fn retire_records(
             .chain(edit.new_files.iter().filter(|f| f.keyspace == ks).map(|f| &f.meta));
         let mut needed = vec![false; records.len()];
         for m in files {
-            let min_seq = m.global_seq.unwrap_or(m.min_seq);
-            let pending: Vec<usize> = (0..records.len())
-                .filter(|&i| !needed[i] && records[i].seq > m.deletes_applied && min_seq < records[i].seq)
-                .collect();
-            if pending.is_empty() {
-                continue;
-            }
-            let judged = cache.get(m.number, m.global_seq);
-            for i in pending {
-                needed[i] = match judged.as_ref().map(|t| t.tiles()) {
-                    // A table that cannot be opened may need every record.
-                    Err(_) | Ok(None) => true,
-                    Ok(Some(tiles)) => {
-                        let r = &records[i];
-                        let live = tiles.pages.iter().filter(|p| page_live_for(m, p.handle.offset, r.seq));
-                        owes(r, m.deletes_applied, min_seq, Some(live))
-                    }
-                };
+            let open: Vec<usize> = (0..records.len()).filter(|&i| !needed[i]).collect();
+            let pending: Vec<&DeleteWhere> = open.iter().map(|&i| &records[i]).collect();
+            // A table that cannot be opened may need every record.
+            let owed = owed_by(cache, m, &pending).unwrap_or_else(|_| vec![true; pending.len()]);
+            for (i, o) in open.into_iter().zip(owed) {
+                needed[i] = o;
             }
             if needed.iter().all(|n| *n) {
                 break;
@@ -211,6 +176,30 @@ pub(crate) fn retire_records(
     }
     edit.meta.retain(|(name, _)| !not_added.contains(name));
     edit.meta.extend(removed);
+}
+
+/// Which of `records` the file `m` may still hold a `Put` of (rule [`owes`]), in order.
+/// Its table is opened only if one of them is newer than what the file claims and than
+/// its oldest entry.
+fn owed_by(cache: &SstCache, m: &crate::version::FileMeta, records: &[&DeleteWhere]) -> Result<Vec<bool>> {
+    let min_seq = m.global_seq.unwrap_or(m.min_seq);
+    let mut owed: Vec<bool> = records
+        .iter()
+        .map(|r| r.seq > m.deletes_applied && min_seq < r.seq)
+        .collect();
+    if !owed.contains(&true) {
+        return Ok(owed);
+    }
+    let t = cache.get(m.number, m.global_seq)?;
+    // Untiled: every candidate is owed. Tiled: a page dropped, or patched by a job that
+    // applied the record, owes nothing.
+    if let Some(tiles) = t.tiles() {
+        for (o, r) in owed.iter_mut().zip(records).filter(|(o, _)| **o) {
+            let live = tiles.pages.iter().filter(|p| page_live_for(m, p.handle.offset, r.seq));
+            *o = owes(r, m.deletes_applied, min_seq, Some(live));
+        }
+    }
+    Ok(owed)
 }
 
 /// True if the page at `offset` of the file `m` is still read and not patched by a job

@@ -484,7 +484,7 @@ impl DbInner {
         }
         // Judged under the lock, against the version this edit applies to.
         if crate::delete_key::any_config(&cur.meta) {
-            self.retire_records(&cur, &mut edit);
+            killed::retire_records(&self.sst_cache, &cur, &mut edit);
         }
         let v = vs.log_and_apply(edit)?;
         self.install_version(v, flushed);

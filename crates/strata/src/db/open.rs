@@ -232,11 +232,10 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     // Only now: raised before the replay, it would skip logged writes below it.
     vs.last_seq = vs.last_seq.max(last_seq).max(highest_file_seq(&vs.current()));
     let born = opts.clock.now_micros();
-    vs.log_and_apply(VersionEdit {
+    vs.apply_in_new_manifest(VersionEdit {
         meta: vec![log_born_entry(wal_number, born)],
         ..Default::default()
     })?;
-    vs.write_new_manifest()?;
     let manifest_name = vs.manifest_number().map(|n| format!("MANIFEST-{n:06}"));
     for n in fs.list(dir)? {
         let old_wal = wal::parse_log_file_name(&n).is_some_and(|num| num < wal_number);

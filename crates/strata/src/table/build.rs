@@ -244,6 +244,22 @@ mod tests {
     /// After a build wrote its files, before it installs them.
     pub(super) static FILL_GATE: Gate = Gate::new();
 
+    /// Marks every index of `t` building in the catalog, as a build stopped midway
+    /// leaves it, with no build running.
+    fn mark_building(db: &Db, t: &Table) -> Result<()> {
+        let rt = t.runtime()?;
+        let mut indexes = rt.layout.index_entries();
+        for e in &mut indexes {
+            e.building = true;
+        }
+        let def = TableDef {
+            schema: rt.layout.schema.clone(),
+            primary: rt.layout.primary,
+            indexes,
+        };
+        db.set_meta(vec![(format!("{TABLE_META_PREFIX}{}", t.name()), Some(def.encode()))])
+    }
+
     /// An index dropped while it is being built, and made again under its name: the
     /// first build fails and leaves the second index, complete, alone.
     #[test]
@@ -293,17 +309,7 @@ mod tests {
                 t.insert(row(i))?;
             }
             // The catalog as a crash in the middle of the index's build leaves it.
-            let rt = t.runtime()?;
-            let mut indexes = rt.layout.index_entries();
-            for e in &mut indexes {
-                e.building = true;
-            }
-            let def = TableDef {
-                schema: rt.layout.schema.clone(),
-                primary: rt.layout.primary,
-                indexes,
-            };
-            db.set_meta(vec![(format!("{TABLE_META_PREFIX}t"), Some(def.encode()))])?;
+            mark_building(&db, &t)?;
             db.close()?;
         }
         let db = Db::open(dir.path(), Options::default())?;
@@ -331,15 +337,7 @@ mod tests {
             "table t (id u64, u u64) primary key (id) index by_u unique (u)",
         )?)?;
         t.insert(vec![Value::U64(1), Value::U64(1)])?;
-        let rt = t.runtime()?;
-        let mut indexes = rt.layout.index_entries();
-        indexes[0].building = true;
-        let def = TableDef {
-            schema: rt.layout.schema.clone(),
-            primary: rt.layout.primary,
-            indexes,
-        };
-        db.set_meta(vec![(format!("{TABLE_META_PREFIX}t"), Some(def.encode()))])?;
+        mark_building(&db, &t)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let writer = t.clone();
         std::thread::spawn(move || {

@@ -145,6 +145,14 @@ impl VersionSet {
         e.next_keyspace_id = Some(self.next_keyspace_id);
     }
 
+    /// Applies `edit` and starts a fresh manifest holding the result: one manifest
+    /// written, where an append then a snapshot would write two. The old manifest stays
+    /// on disk for the caller to remove once `CURRENT` names the new one.
+    pub(crate) fn apply_in_new_manifest(&mut self, edit: VersionEdit) -> Result<()> {
+        self.manifest = None;
+        self.log_and_apply(edit).map(|_| ())
+    }
+
     /// Makes `edit` durable in the manifest, then installs the version it produces.
     /// On error nothing is installed.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
