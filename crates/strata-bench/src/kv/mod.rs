@@ -244,6 +244,7 @@ fn run_phase(ctx: &Ctx<'_>, e: &dyn KvEngine, w: Workload, phase: usize, live_kn
     Ok(report::phase_result(report::PhaseInput {
         engine: ctx.engine,
         round: ctx.round,
+        phase,
         workload: w,
         threads,
         ops: clients.ops,

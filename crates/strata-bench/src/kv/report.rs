@@ -20,6 +20,9 @@ const MB: f64 = (1u64 << 20) as f64;
 pub struct PhaseResult {
     pub engine: String,
     pub round: usize,
+    /// Position of the workload in `--benchmarks` (a name may come more than once, as
+    /// `readrandom,readrandom` for a cold then a warm cache).
+    pub phase: usize,
     pub workload: String,
     pub threads: usize,
     /// Operations of the timed clients (readwhilewriting: the readers').
@@ -58,6 +61,7 @@ pub struct PhaseResult {
 pub struct PhaseInput<'a> {
     pub engine: &'a str,
     pub round: usize,
+    pub phase: usize,
     pub workload: Workload,
     pub threads: usize,
     pub ops: u64,
@@ -84,6 +88,7 @@ pub fn phase_result(p: PhaseInput<'_>) -> PhaseResult {
     PhaseResult {
         engine: p.engine.to_string(),
         round: p.round,
+        phase: p.phase,
         workload: p.workload.name(),
         threads: p.threads,
         ops: p.ops,
@@ -167,10 +172,11 @@ fn median_of(xs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     (!v.is_empty()).then(|| Summary::of(&v).median)
 }
 
-fn cell(results: &[PhaseResult], engine: &str, workload: &str) -> Option<Cell> {
+/// The median over rounds of phase `phase` on `engine`.
+fn cell(results: &[PhaseResult], engine: &str, phase: usize) -> Option<Cell> {
     let rs: Vec<&PhaseResult> = results
         .iter()
-        .filter(|r| r.engine == engine && r.workload == workload)
+        .filter(|r| r.engine == engine && r.phase == phase)
         .collect();
     if rs.is_empty() {
         return None;
@@ -211,9 +217,9 @@ pub fn print_table(workloads: &[Workload], engines: &[String], results: &[PhaseR
     println!();
     println!("{header}");
     println!("{}", "-".repeat(header.len()));
-    for w in workloads {
+    for (phase, w) in workloads.iter().enumerate() {
         let name = w.name();
-        let cells: Vec<Option<Cell>> = engines.iter().map(|e| cell(results, e, &name)).collect();
+        let cells: Vec<Option<Cell>> = engines.iter().map(|e| cell(results, e, phase)).collect();
         let mut line = format!("{name:<18}");
         for c in &cells {
             line.push_str(&format!(
@@ -303,6 +309,7 @@ struct KvJson<'a> {
 
 #[derive(Serialize)]
 struct SummaryRow {
+    phase: usize,
     workload: String,
     engines: Vec<(String, Option<Cell>)>,
 }
@@ -315,16 +322,18 @@ pub fn write(
     results: &[PhaseResult],
     disk: Option<&DdResult>,
 ) -> BenchResult<()> {
-    let mut names: Vec<String> = Vec::new();
+    let mut phases: Vec<(usize, String)> = Vec::new();
     for r in results {
-        if !names.contains(&r.workload) {
-            names.push(r.workload.clone());
+        if !phases.iter().any(|(p, _)| *p == r.phase) {
+            phases.push((r.phase, r.workload.clone()));
         }
     }
-    let summary = names
+    phases.sort_by_key(|(p, _)| *p);
+    let summary = phases
         .into_iter()
-        .map(|w| SummaryRow {
-            engines: engines.iter().map(|e| (e.clone(), cell(results, e, &w))).collect(),
+        .map(|(phase, w)| SummaryRow {
+            engines: engines.iter().map(|e| (e.clone(), cell(results, e, phase))).collect(),
+            phase,
             workload: w,
         })
         .collect();
@@ -339,4 +348,46 @@ pub fn write(
             summary,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(engine: &str, round: usize, phase: usize, workload: Workload, ops: u64) -> PhaseResult {
+        phase_result(PhaseInput {
+            engine,
+            round,
+            phase,
+            workload,
+            threads: 1,
+            ops,
+            found: ops,
+            bytes: 0,
+            seconds: 1.0,
+            settle_seconds: 0.0,
+            user_bytes: 0,
+            writer_ops: None,
+            before: KvStats::default(),
+            after: KvStats::default(),
+            live_bytes: None,
+        })
+    }
+
+    /// A name given twice (a cold then a warm read) keeps two rows: each phase's
+    /// median over rounds, not one median over both phases.
+    #[test]
+    fn a_repeated_workload_is_its_own_row() {
+        let mut results = Vec::new();
+        for round in 0..3 {
+            results.push(phase("strata", round, 0, Workload::FillSeq, 500));
+            results.push(phase("strata", round, 1, Workload::ReadRandom, 100 + round as u64));
+            results.push(phase("strata", round, 2, Workload::ReadRandom, 1000 + round as u64));
+        }
+        let cold = cell(&results, "strata", 1).expect("cold");
+        let warm = cell(&results, "strata", 2).expect("warm");
+        assert_eq!((cold.ops_per_sec, cold.rounds), (101.0, 3));
+        assert_eq!((warm.ops_per_sec, warm.rounds), (1001.0, 3));
+        assert!(cell(&results, "rocksdb", 1).is_none());
+    }
 }
