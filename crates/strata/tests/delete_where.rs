@@ -11,7 +11,7 @@ use delete_key_harness::{Model, check_reads as check, dk_of, key, opts, scan_all
 
 use proptest::prelude::*;
 use strata::delete_key::{DeleteKey, TileChoice};
-use strata::{Db, Error, Keyspace, Options};
+use strata::{Db, Error, Keyspace, Options, WriteBatch};
 
 fn delete_where(ks: &Keyspace, model: &mut Model, lo: u32, hi: u32) {
     ks.delete_where(&lo.to_be_bytes(), &hi.to_be_bytes())
@@ -156,6 +156,16 @@ fn bad_input_is_refused_and_changes_nothing() {
         .expect("set");
     invalid(ks.delete_where(&[0; 3], &[9; 4]), "a bound of the wrong width");
     invalid(ks.delete_where(&[9; 4], &[1; 4]), "an empty range");
+    // Two records at one seqno would share a name in the manifest, the second hiding
+    // the first at flush.
+    let mut b = WriteBatch::new();
+    b.delete_where(&ks, &[0; 4], &[0, 0, 0, 2]);
+    b.share_seq();
+    b.delete_where(&ks, &[0, 0, 0, 7], &[0, 0, 0, 8]);
+    match db.write(b) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("share a seqno"), "{m}"),
+        r => panic!("two delete_wheres at one seqno: {r:?}"),
+    }
     assert_eq!(db.last_seq(), seq, "no refused write took a seqno");
     assert!(ks.get(b"a").expect("get").is_some());
     // Held, the snapshot keeps the killed row, and so the record, through the flush.

@@ -82,8 +82,10 @@ impl DbInner {
     fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
         let v = self.current().version.clone();
         let mut last = u32::MAX;
-        for op in batch.ops() {
-            let op = op.map_err(Error::InvalidArgument)?;
+        // A record is named by its keyspace and seqno (`delete_key::record_name`).
+        let mut records: Vec<(u32, SeqNo)> = Vec::new();
+        for op in batch.ops_with_seq(1) {
+            let (seq, op) = op.map_err(Error::InvalidArgument)?;
             let ks = op.keyspace();
             if ks != last && v.keyspace(ks).is_none() {
                 return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
@@ -103,6 +105,13 @@ impl DbInner {
                         hi.len()
                     )));
                 }
+                if records.contains(&(ks, seq)) {
+                    return Err(Error::InvalidArgument(format!(
+                        "two delete_where operations on keyspace id {ks} share a seqno (share_seq): \
+                         each needs its own"
+                    )));
+                }
+                records.push((ks, seq));
                 Counters::add(&self.counters.delete_wheres, 1);
             }
         }
