@@ -10,6 +10,8 @@ use fault_harness::{
     CrashMode, Fault, FaultSpec, FileKind, Harness, Op, Scenario, Target, no_panic, report, run, sweep, total_injected,
 };
 use strata::SyncPolicy;
+use strata::table::schema::{IndexDef, Schema};
+use strata::table::value::Value;
 
 #[test]
 fn failing_fsync() {
@@ -93,4 +95,35 @@ fn failed_manifest_sync_of_a_catalog_change_then_acknowledged_writes() {
         }
         db.close().expect("close");
     }
+}
+
+/// Without per-commit syncs, an index build syncs the WAL before it records the seqno
+/// the index is readable from: when that fsync fails, the build fails, the WAL takes
+/// no more writes (its writer refuses them after a failed sync), and a reopen keeps
+/// what was written before.
+#[test]
+fn a_failed_wal_sync_under_an_index_build_stops_writes() {
+    let h = Harness::new(3, SyncPolicy::None);
+    let db = h.open().expect("open");
+    let t = db
+        .create_table(Schema::parse("table t (id u64, a u64) primary key (id)").expect("schema"))
+        .expect("table");
+    for id in 0..20 {
+        t.insert(vec![Value::U64(id), Value::U64(id % 3)]).expect("insert");
+    }
+    h.state()
+        .arm(FaultSpec::new(Target::Kind(FileKind::Wal), Op::Sync, Fault::Error).times(1));
+    let built = no_panic("create_index", || t.create_index(IndexDef::new("by_a", &["a"], false)));
+    h.state().clear();
+    assert!(built.is_err(), "the build's WAL sync failed");
+    let after = no_panic("insert", || t.insert(vec![Value::U64(99), Value::U64(1)]));
+    assert!(after.is_err(), "a write was taken after the WAL's sync failed");
+    drop(t);
+    let _ = db.close();
+    let db = h.open().expect("reopen");
+    let t = db.table("t").expect("table");
+    assert_eq!(t.get(&[Value::U64(99)]).expect("get"), None);
+    assert!(t.get(&[Value::U64(19)]).expect("get").is_some());
+    drop(t);
+    db.close().expect("close");
 }

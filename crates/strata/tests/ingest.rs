@@ -587,6 +587,41 @@ fn a_failed_manifest_edit_still_takes_the_ingests_seqno() {
     check_ok(&db, "after the crash");
 }
 
+/// A WAL write failing under an ingest (the empty record of its seqno) fails the ingest
+/// and stops writes until a reopen, as any WAL failure does, and the handle still
+/// closes. Before, the failure was recorded under a lock the ingest already held: the
+/// thread waited for itself, and every writer and the close behind it.
+#[test]
+fn a_wal_failure_during_an_ingest_fails_it_and_hangs_nothing() {
+    let f = Faulty::new(1, small());
+    let (done, outcome) = std::sync::mpsc::channel();
+    {
+        let db = f.open();
+        let fs = f.fs.clone();
+        let file = f.file.clone();
+        std::thread::spawn(move || {
+            fs.state()
+                .arm(FaultSpec::new(Target::Kind(FileKind::Wal), Op::Append, Fault::Error).times(1));
+            let ingest = db.ingest(&db.default_keyspace(), &[&file], IngestOptions::default());
+            fs.state().clear();
+            let put = db.put(&key(50), b"after");
+            let close = db.close();
+            let _ = done.send((ingest.map(|_| ()), put, close.is_ok() || close.is_err()));
+        });
+    }
+    let (ingest, put, closed) = outcome
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the ingest, a write and the close returned");
+    assert!(matches!(ingest, Err(Error::Io { .. })), "{ingest:?}");
+    assert!(put.is_err(), "writes stop after a WAL failure");
+    assert!(closed);
+    // Nothing of the ingest is in; the acknowledged writes are.
+    let db = f.open();
+    assert_eq!(get(&db, 150), None);
+    assert_eq!(db.scan(..).unwrap().count(), 10);
+    check_ok(&db, "after the failed ingest");
+}
+
 /// When the manifest cannot be rewritten after a failed edit, the edit may be on disk
 /// after all: the ingest's files stay, and the next open finds all of them in (here the
 /// edit's bytes did reach the manifest) or sweeps them.

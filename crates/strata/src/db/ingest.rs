@@ -316,7 +316,7 @@ impl DbInner {
                 if seq > MAX_SEQNO {
                     return Err(Error::InvalidArgument("seqnos exhausted".into()));
                 }
-                self.log_seq_held(seq)?;
+                self.log_seq_held(seq, &mut bg)?;
                 // The WAL holds `seq` from here: it is taken even if the edit fails, or
                 // the next write would log it again and recovery would refuse the repeat.
                 let listed = self.list_ingested(staged, names, seq, uncertain);

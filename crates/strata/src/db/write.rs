@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::stats::Counters;
-use super::{DbInner, SuperVersion, WalState};
+use super::{BgState, DbInner, SuperVersion, WalState};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
@@ -281,11 +281,8 @@ impl DbInner {
 
     /// Records a fatal write error: the WAL may hold a partial record, so the database
     /// refuses writes until reopened (recovery drops the torn tail).
-    fn fail(&self, e: Error) -> Error {
-        let mut bg = self.bg.lock();
-        if bg.error.is_none() {
-            bg.error = Some(format!("WAL write failed: {e}"));
-        }
+    pub(crate) fn fail(&self, e: Error) -> Error {
+        failed(&mut self.bg.lock(), &e);
         e
     }
 
@@ -427,17 +424,20 @@ impl DbInner {
         r
     }
 
-    /// Only inside [`with_writes_held`](Self::with_writes_held): logs an empty batch at
-    /// seqno `seq`, which an ingest takes without writing through the queue, so the WAL's
-    /// seqnos stay contiguous for recovery's gap check; the memtable notes it so its
-    /// flush records the flushed point past it.
-    pub(crate) fn log_seq_held(&self, seq: SeqNo) -> Result<()> {
+    /// Only inside [`with_writes_held`](Self::with_writes_held), with the background
+    /// state's lock held (`bg`): logs an empty batch at seqno `seq`, which an ingest
+    /// takes without writing through the queue, so the WAL's seqnos stay contiguous for
+    /// recovery's gap check; the memtable notes it so its flush records the flushed
+    /// point past it. A failed write is recorded through `bg` ([`fail`](Self::fail)
+    /// would lock it again).
+    pub(crate) fn log_seq_held(&self, seq: SeqNo, bg: &mut BgState) -> Result<()> {
         let mut record = Vec::new();
         WriteBatch::new().encode_record(seq, &mut record);
         let mut wal_guard = self.wal.lock();
         let w = wal_guard.as_mut().ok_or(Error::Closed)?;
         if let Err(e) = w.writer.add_record(&record).and_then(|_| w.writer.flush()) {
-            return Err(self.fail(e));
+            failed(bg, &e);
+            return Err(e);
         }
         Counters::add(&self.counters.wal_bytes, (record.len() + crate::wal::HEADER_LEN) as u64);
         drop(wal_guard);
@@ -526,6 +526,13 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch, base: SeqNo, keep
     }
     mem.add_many(&points);
     bytes
+}
+
+/// Records a fatal WAL error in the background state (see [`DbInner::fail`]).
+fn failed(bg: &mut BgState, e: &Error) {
+    if bg.error.is_none() {
+        bg.error = Some(format!("WAL write failed: {e}"));
+    }
 }
 
 #[cfg(test)]
