@@ -41,3 +41,7 @@ impl Gate {
 /// In `DbInner::catalog_changed`, between reading the version and publishing what the
 /// layer above built from it.
 pub(crate) static CATALOG_GATE: Gate = Gate::new();
+
+/// In `DbInner::compact_keyspace`, with the job picked and its files held, before it
+/// runs.
+pub(crate) static MANUAL_GATE: Gate = Gate::new();

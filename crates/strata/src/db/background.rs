@@ -390,7 +390,7 @@ impl DbInner {
 
     /// Compacts everything of keyspace `ks` overlapping `[lo, hi]` into its last level.
     pub fn compact_keyspace(&self, ks: u32, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>) -> Result<()> {
-        self.check_open()?;
+        let _job = self.begin_job()?;
         let mut bg = self.bg.lock();
         bg.manual += 1;
         let r = (|| loop {
@@ -409,7 +409,11 @@ impl DbInner {
                         bg.busy.insert(f.number());
                     }
                     bg.compacting += 1;
-                    let r = parking_lot::MutexGuard::unlocked(&mut bg, || execute(self, &task));
+                    let r = parking_lot::MutexGuard::unlocked(&mut bg, || {
+                        #[cfg(test)]
+                        crate::test_gate::MANUAL_GATE.pass(&self.dir);
+                        execute(self, &task)
+                    });
                     bg.compacting -= 1;
                     for f in task.files() {
                         bg.busy.remove(&f.number());
@@ -580,7 +584,9 @@ impl DbInner {
     /// their pages). Then wakes the background, which rewrites the files still holding
     /// killed entries: pages a delete covers in part (invariant KR).
     pub(crate) fn drop_deleted_pages(&self, ks: u32) -> Result<crate::compaction::job::PageTally> {
+        let job = self.begin_job()?;
         let r = self.drop_whole_pages(ks);
+        drop(job);
         self.bg_cv.notify_all();
         r
     }
@@ -724,5 +730,58 @@ mod tests {
                 "the snapshot predates the delete"
             );
         });
+    }
+
+    /// A close while a manual compaction runs waits for it (invariant of
+    /// `DbInner::begin_job`): before, the close returned and released the directory
+    /// while the compaction went on to write its files, edit the manifest and delete
+    /// its inputs, which a handle opened meanwhile still listed.
+    #[test]
+    fn a_close_waits_for_a_running_manual_compaction() {
+        use crate::test_gate::MANUAL_GATE;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let ks = db.default_keyspace();
+        for round in 0..3u8 {
+            for i in 0..100u32 {
+                ks.put(&i.to_be_bytes(), &[round]).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        let (reached_tx, reached) = channel();
+        let (go_tx, go) = channel::<()>();
+        MANUAL_GATE.set(dir.path(), move || {
+            let _ = reached_tx.send(());
+            let _ = go.recv_timeout(Duration::from_secs(30));
+        });
+        let compaction = std::thread::spawn({
+            let ks = ks.clone();
+            move || ks.compact_range(..)
+        });
+        reached
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the compaction reached the gate");
+        let (closed_tx, closed) = channel();
+        let close = std::thread::spawn(move || {
+            let _ = closed_tx.send(db.close());
+        });
+        assert!(
+            closed.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the close returned while the compaction ran"
+        );
+        go_tx.send(()).expect("go");
+        compaction.join().expect("compaction thread").expect("compaction");
+        closed
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the close returned")
+            .expect("close");
+        close.join().expect("close thread");
+        // A job asked for after the close is refused.
+        assert!(matches!(ks.compact_range(..), Err(crate::Error::Closed)));
+        let db = Db::open(dir.path(), Options::default()).expect("reopen");
+        let ks = db.default_keyspace();
+        assert_eq!(ks.scan(..).expect("scan").count(), 100);
+        assert_eq!(ks.get(&7u32.to_be_bytes()).expect("get").as_deref(), Some(&[2][..]));
+        assert!(db.check(Default::default()).expect("check").ok());
     }
 }

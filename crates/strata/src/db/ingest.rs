@@ -192,7 +192,7 @@ impl DbInner {
         opts: &IngestOptions,
         check: &FilesCheck<'_>,
     ) -> Result<IngestReport> {
-        self.check_open()?;
+        let _job = self.begin_job()?;
         self.check_writable()?;
         self.background_error()?;
         if items.is_empty() {

@@ -95,6 +95,8 @@ pub(crate) struct BgState {
     /// Compactions picked and not yet installed.
     pub compacting: usize,
     pub manual: usize,
+    /// Foreground jobs running ([`DbInner::begin_job`]).
+    pub foreground: usize,
     pub error: Option<String>,
     pub shutdown: bool,
 }
@@ -110,6 +112,16 @@ impl BgState {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+}
+
+/// A running foreground job ([`DbInner::begin_job`]).
+pub(crate) struct ForegroundJob<'a>(&'a DbInner);
+
+impl Drop for ForegroundJob<'_> {
+    fn drop(&mut self) {
+        self.0.bg.lock().foreground -= 1;
+        self.0.bg_cv.notify_all();
     }
 }
 
@@ -394,6 +406,14 @@ impl Db {
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
+        {
+            // Invariant of `DbInner::begin_job`; the jobs see `shutdown` where they
+            // wait for the background, so none waits for this close.
+            let mut bg = self.inner.bg.lock();
+            while bg.foreground > 0 {
+                self.inner.bg_cv.wait(&mut bg);
+            }
+        }
         self.inner.retired.close();
         let r = {
             let mut wal = self.inner.wal.lock();
@@ -454,6 +474,20 @@ impl DbInner {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// Registers a foreground job that writes files or the manifest (a manual
+    /// compaction, an ingest, an index build, a page drop) until the guard drops.
+    /// Invariant: **nothing writes into the directory once a close returns**: the close
+    /// waits for the jobs running and refuses new ones with [`Error::Closed`] (its lock
+    /// released, another handle may own the directory and its file numbers).
+    pub(crate) fn begin_job(&self) -> Result<ForegroundJob<'_>> {
+        let mut bg = self.bg.lock();
+        if bg.shutdown || self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        bg.foreground += 1;
+        Ok(ForegroundJob(self))
     }
 
     /// Installs a new SSTable version, keeping the memtables (minus `flushed`).

@@ -337,6 +337,7 @@ impl Parts {
                 flushing: false,
                 compacting: 0,
                 manual: 0,
+                foreground: 0,
                 error: None,
                 shutdown: false,
             }),

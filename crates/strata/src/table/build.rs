@@ -73,6 +73,7 @@ pub(crate) fn abandoned(table: &Table) -> Result<Option<String>> {
 
 pub(crate) fn create_index(table: &Table, def: IndexDef) -> Result<()> {
     let db = table.db.clone();
+    let _job = db.begin_job()?;
     let name = def.name.clone();
     super::refuse_reserved_index_name(&name)?;
     // Listed before the catalog says building, unlisted after it says otherwise.
