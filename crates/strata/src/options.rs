@@ -18,6 +18,9 @@ pub const MAX_BATCH_SIZE: usize = 512 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// Written to the operating system only: survives a process crash, not power loss.
+    /// A batch holding a secondary range delete (`delete_where`) is fsynced all the
+    /// same, with the writes before it: background jobs apply such a delete to files
+    /// before it is flushed, and power loss must not leave it half applied.
     None,
     /// Every batch is fsynced on its own before it is acknowledged.
     EveryBatch,

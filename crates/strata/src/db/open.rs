@@ -281,15 +281,26 @@ fn log_born(vs: &VersionSet) -> u64 {
     }
 }
 
-/// The largest seqno a live file holds: new writes must come after it. An ingest's
-/// seqno is in the manifest only through its files (`db::ingest`; its WAL record may
-/// be lost with the unsynced tail), as their global seqno or, once a compaction has
-/// rewritten them, as its output's `max_seq`.
+/// The largest seqno a live file holds or names: new writes must come after it.
+/// - An ingest's seqno is in the manifest only through its files (`db::ingest`; its WAL
+///   record may be lost with the unsynced tail), as their global seqno or, once a
+///   compaction has rewritten them, as its output's `max_seq`.
+/// - A file's `deletes_applied` and a patched page's `applied` name the visible seqno
+///   when they were written, which without per-commit syncs may be a write lost with
+///   the unsynced tail: a secondary range delete given that seqno again would read as
+///   already applied to the file, and its rows would come back.
 fn highest_file_seq(v: &crate::version::Version) -> u64 {
     v.keyspaces
         .values()
         .flat_map(|k| k.files())
-        .map(|f| f.meta.global_seq.unwrap_or(f.meta.max_seq))
+        .map(|f| {
+            let patched = f.meta.pages.patched.iter().map(|p| p.applied).max().unwrap_or(0);
+            f.meta
+                .global_seq
+                .unwrap_or(f.meta.max_seq)
+                .max(f.meta.deletes_applied)
+                .max(patched)
+        })
         .max()
         .unwrap_or(0)
 }

@@ -26,7 +26,10 @@ const MAX_GROUP_BYTES: usize = 4 << 20;
 const LEADER_INSERTS_BYTES: usize = 4 << 10;
 
 pub(crate) enum Request {
-    Batch(Arc<WriteBatch>),
+    /// A batch, and whether it must be synced under every policy: it holds a secondary
+    /// range delete, which background jobs apply to files before it is flushed (an
+    /// applied delete lost with the unsynced tail would be half undone by a crash).
+    Batch(Arc<WriteBatch>, bool),
     /// Freeze the memtable so it gets flushed.
     Freeze,
 }
@@ -53,8 +56,8 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(self.visible_seq.load(Ordering::Acquire));
         }
-        self.check_batch_keyspaces(&batch)?;
-        self.submit(Request::Batch(Arc::new(batch)))
+        let deletes_where = self.check_batch_keyspaces(&batch)?;
+        self.submit(Request::Batch(Arc::new(batch), deletes_where))
     }
 
     /// Commits a batch from the public key-value API: like [`write`](Self::write), but
@@ -79,7 +82,9 @@ impl DbInner {
         self.write(batch)
     }
 
-    fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<()> {
+    /// Checks that the batch's keyspaces exist and its secondary range deletes fit
+    /// them; returns whether it holds any such delete.
+    fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<bool> {
         let v = self.current().version.clone();
         let mut last = u32::MAX;
         // A record is named by its keyspace and seqno (`delete_key::record_name`).
@@ -115,7 +120,7 @@ impl DbInner {
                 Counters::add(&self.counters.delete_wheres, 1);
             }
         }
-        Ok(())
+        Ok(!records.is_empty())
     }
 
     /// Queues a request; the writer at the front leads a group: it appends every batch
@@ -124,7 +129,7 @@ impl DbInner {
     /// seqnos once all are in.
     fn submit(&self, req: Request) -> Result<SeqNo> {
         let mine = match &req {
-            Request::Batch(b) => Some(b.clone()),
+            Request::Batch(b, _) => Some(b.clone()),
             Request::Freeze => None,
         };
         let mut q = self.queue.lock();
@@ -156,7 +161,7 @@ impl DbInner {
         for &wid in q.waiting.iter() {
             let Some(req) = q.requests.get(&wid) else { break };
             let size = match req {
-                Request::Batch(b) => b.size_bytes(),
+                Request::Batch(b, _) => b.size_bytes(),
                 Request::Freeze => 0,
             };
             let is_freeze = matches!(req, Request::Freeze);
@@ -216,8 +221,10 @@ impl DbInner {
         let mut wal_guard = self.wal.lock();
         let w = wal_guard.as_mut().ok_or(Error::Closed)?;
         let mut ranges = Vec::with_capacity(group.len());
+        let mut must_sync = false;
         for (wid, req) in group {
-            let Request::Batch(b) = req else { continue };
+            let Request::Batch(b, sync) = req else { continue };
+            must_sync |= *sync;
             let base = seq + 1;
             record.clear();
             b.encode_record(base, &mut record);
@@ -230,8 +237,8 @@ impl DbInner {
             out.insert(*wid, seq);
         }
         let res = match self.opts.sync {
-            SyncPolicy::None => w.writer.flush(),
-            SyncPolicy::EveryBatch | SyncPolicy::GroupCommit => {
+            SyncPolicy::None if !must_sync => w.writer.flush(),
+            _ => {
                 Counters::add(&self.counters.wal_syncs, 1);
                 w.writer.sync_commit()
             }
