@@ -776,3 +776,83 @@ fn a_serving_open_without_descriptor_is_refused_over_unserved_data() {
         assert!(!dir.join("PARTITIONS").exists());
     }
 }
+
+/// A partition's table handle (`PartitionedTable::partition`) refuses rows that route
+/// to another partition, in statements, transactions and ingests, and unique indexes:
+/// before, a transaction on partition 0 wrote a row of partition 1, which the
+/// partitioned table then could not get and would insert again, and a unique index
+/// checked one partition only.
+#[test]
+fn a_partitions_table_refuses_what_belongs_elsewhere() {
+    use strata::table::schema::IndexDef;
+    let root = tempdir();
+    let db = PartitionedDb::open(root.path().join("db"), 2, small()).expect("open");
+    let t = db.create_table(schema("eager")).expect("table");
+    let id_in = |p: usize| {
+        (0..)
+            .find(|&id| t.partition_of_pk(&[Value::U64(id)]).expect("route") == p)
+            .expect("an id")
+    };
+    let (mine, other) = (id_in(0), id_in(1));
+    let p0 = t.partition(0).expect("partition 0");
+    p0.insert(row(mine, 1, None)).expect("a row of partition 0");
+    let elsewhere = |r: strata::Result<()>, what: &str| match r {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(
+                m.contains("belongs to partition 1 of 2, not to partition 0"),
+                "{what}: {m}"
+            )
+        }
+        r => panic!("{what}: {r:?}"),
+    };
+    elsewhere(p0.insert(row(other, 1, None)), "insert");
+    elsewhere(p0.replace(row(other, 1, None)), "replace");
+    elsewhere(p0.delete(&[Value::U64(other)]), "delete");
+    elsewhere(
+        p0.update(&[Value::U64(other)], &[("a", Value::U64(2))]).map(drop),
+        "update",
+    );
+    let mut tx = p0.transaction();
+    tx.insert(row(mine + 1_000_000, 1, None)).insert(row(other, 1, None));
+    elsewhere(tx.commit().map(drop), "a transaction with one foreign row");
+    // Nothing of the refused statements was written.
+    assert_eq!(p0.count().expect("count"), 1);
+    assert_eq!(t.get(&[Value::U64(other)]).expect("get"), None);
+    t.insert(row(other, 1, None))
+        .expect("the row goes to its own partition");
+    assert_eq!(t.select(PRIMARY).count().expect("count"), 2);
+    // Files written for partition 1 are refused by partition 0's handle.
+    let files = root.path().join("files");
+    let mut w = TableWriter::create_with(
+        &schema("eager"),
+        &files,
+        TableWriterOptions {
+            partition: Some((1, 2)),
+            ..Default::default()
+        },
+    )
+    .expect("writer");
+    w.add(&row(other, 5, None)).expect("add");
+    w.finish().expect("finish");
+    match p0.ingest(&files, IngestOptions::default()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("written for partition 1 of 2"), "{m}"),
+        r => panic!("partition 1's files ingested into partition 0: {r:?}"),
+    }
+    assert_eq!(p0.count().expect("count"), 1);
+    let unique = IndexDef::new("u_a", &["a"], true);
+    match p0.create_index(unique) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cannot check uniqueness"), "{m}"),
+        r => panic!("a unique index on one partition: {r:?}"),
+    }
+    assert!(!table_index_names(p0).contains(&"u_a".to_string()));
+    db.close().expect("close");
+}
+
+fn table_index_names(t: &Table) -> Vec<String> {
+    t.schema()
+        .expect("schema")
+        .indexes
+        .into_iter()
+        .map(|i| i.name)
+        .collect()
+}

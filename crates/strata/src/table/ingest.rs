@@ -39,6 +39,9 @@ impl Table {
     /// `table::ingest` and `db::ingest`.
     pub fn ingest(&self, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
         let files = TableFiles::open(dir.as_ref())?;
+        if let Some(route) = self.route() {
+            route.check_files(&files, dir.as_ref())?;
+        }
         let ddl = &self.tables()?.ddl;
         let rt = self.runtime()?;
         let layout = &rt.layout;

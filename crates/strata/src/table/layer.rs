@@ -114,6 +114,7 @@ impl Extension for Tables {
             super::Table {
                 db: engine.clone(),
                 name: table.into(),
+                route: None,
             }
             .drop_index_in(&index, Some(keyspace))?;
         }

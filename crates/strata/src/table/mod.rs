@@ -77,6 +77,9 @@ pub struct Table {
     pub(crate) db: Arc<DbInner>,
     // Shared: every select of a partitioned table clones its partitions' handles.
     name: Arc<str>,
+    /// Set on a partition's table handed out by a partitioned table: its writes and
+    /// ingests are checked to route to that partition.
+    route: Option<Arc<partitioned::Route>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -251,6 +254,7 @@ impl Db {
         Ok(Table {
             db: inner.clone(),
             name: name.into(),
+            route: None,
         })
     }
 
@@ -263,6 +267,7 @@ impl Db {
         Ok(Table {
             db: inner.clone(),
             name: name.into(),
+            route: None,
         })
     }
 
@@ -338,6 +343,19 @@ impl Table {
         Transaction::new(self.clone())
     }
 
+    /// This handle, as partition `index` of `router`'s table.
+    pub(crate) fn routed(&self, router: partitioned::Router, index: usize) -> Table {
+        Table {
+            route: Some(Arc::new(partitioned::Route::new(router, index))),
+            ..self.clone()
+        }
+    }
+
+    /// Where this handle's rows must route, for a partition's table.
+    pub(crate) fn route(&self) -> Option<&partitioned::Route> {
+        self.route.as_deref()
+    }
+
     /// Inserts a row; `Error::Constraint` if the primary key (or a unique key) exists.
     pub fn insert(&self, row: Row) -> Result<()> {
         let mut t = self.transaction();
@@ -394,6 +412,9 @@ impl Table {
     /// The index cannot be read at snapshots taken before its build: such selects
     /// return [`Error::InvalidArgument`] (the primary key still reads them).
     pub fn create_index(&self, def: IndexDef) -> Result<()> {
+        if let Some(route) = &self.route {
+            route.refuse_unique(&def, self.name())?;
+        }
         build::create_index(self, def)
     }
 

@@ -174,7 +174,9 @@ impl PartitionedDb {
     }
 
     /// The database of partition `i` (`InvalidArgument` when `i >= count()` or the
-    /// partition is not served here).
+    /// partition is not served here). Its tables are the partition's alone, unchecked:
+    /// write rows through [`PartitionedTable`] (or its
+    /// [`partition`](PartitionedTable::partition) handle), which route them.
     pub fn partition(&self, i: usize) -> Result<&Db> {
         served_at(&self.dbs, i)
     }
@@ -354,6 +356,91 @@ impl Router {
     }
 }
 
+/// What a partition's table handle ([`PartitionedTable::partition`]) knows of its
+/// place: partition `index` of its router's. A statement or an ingest through it whose
+/// rows route elsewhere is refused: the partitioned table would look for them in their
+/// own partition and find them missing, or twice.
+#[derive(Debug)]
+pub(crate) struct Route {
+    router: Router,
+    index: usize,
+}
+
+impl Route {
+    pub(crate) fn new(router: Router, index: usize) -> Route {
+        Route { router, index }
+    }
+
+    fn here(&self, p: usize, what: impl FnOnce() -> String) -> Result<()> {
+        if p == self.index {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{} belongs to partition {p} of {}, not to partition {} whose table this is: write it \
+             through the partitioned table",
+            what(),
+            self.router.count,
+            self.index
+        )))
+    }
+
+    /// The row routes to this partition.
+    pub(crate) fn check_row(&self, row: &[Value]) -> Result<()> {
+        self.here(self.router.partition_of_row(row)?, || {
+            let pk: Vec<Value> = (self.router.layout.pk.positions.iter())
+                .filter_map(|&i| row.get(i).cloned())
+                .collect();
+            format!("the row with primary key {}", super::format_values(&pk))
+        })
+    }
+
+    /// The primary key routes to this partition.
+    pub(crate) fn check_pk(&self, pk: &[Value]) -> Result<()> {
+        self.here(self.router.partition_of_pk(pk)?, || {
+            format!("primary key {}", super::format_values(pk))
+        })
+    }
+
+    /// A partition's indexes are local: a unique one would check its partition only.
+    pub(crate) fn refuse_unique(&self, def: &super::schema::IndexDef, table: &str) -> Result<()> {
+        if def.unique {
+            return Err(Error::InvalidArgument(format!(
+                "unique index {:?} of table {table:?}: a partitioned table's indexes are local to each \
+                 partition and cannot check uniqueness across partitions",
+                def.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Files a [`TableWriter`](super::writer::TableWriter) wrote are for this
+    /// partition: by their descriptor, or else by reading every primary key.
+    pub(crate) fn check_files(&self, files: &TableFiles, dir: &Path) -> Result<()> {
+        let (partition, n, hash) = (self.index, self.router.count, self.router.hash);
+        match files.partition {
+            Some(p) if (p.index, p.count, p.hash) != (partition, n, hash) => Err(Error::InvalidArgument(format!(
+                "{}: the files were written for partition {} of {} ({:?}), not partition {partition} of {n} \
+                 ({hash:?})",
+                dir.display(),
+                p.index,
+                p.count,
+                p.hash,
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                let path = dir.join(&files.primary.0);
+                match super::ingest::first_key_routed_elsewhere(&path, hash, n, partition)? {
+                    Some(at) => Err(Error::InvalidArgument(format!(
+                        "{}: entry {at} has the primary key of another partition than {partition} of {n}",
+                        path.display()
+                    ))),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
 /// One table over every partition: statements go to the row's partition, selects
 /// merge every partition's. Over a handle that serves some partitions
 /// ([`PartitionedDb::open_serving`]), statements reach the served ones only and selects
@@ -371,10 +458,12 @@ impl PartitionedTable {
         if tables.iter().all(Option::is_none) {
             return Err(Error::InvalidArgument("no partition is served".into()));
         }
-        Ok(PartitionedTable {
-            router,
-            tables: tables.into(),
-        })
+        let tables = tables
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.map(|t| t.routed(router.clone(), i)))
+            .collect();
+        Ok(PartitionedTable { router, tables })
     }
 
     /// A served partition's table, for what every partition shares (name, schema).
@@ -405,7 +494,9 @@ impl PartitionedTable {
     }
 
     /// The table in partition `i` (`InvalidArgument` when `i >= count()` or the
-    /// partition is not served here).
+    /// partition is not served here), for a transaction on one partition. It refuses
+    /// rows whose primary key routes to another partition, files written for another,
+    /// and unique indexes.
     pub fn partition(&self, i: usize) -> Result<&Table> {
         served_at(&self.tables, i)
     }
@@ -478,34 +569,8 @@ impl PartitionedTable {
     /// partition or count are refused; files written without one are read through to
     /// check that every primary key routes to `partition`. Nothing changes on refusal.
     pub fn ingest(&self, partition: usize, dir: impl AsRef<Path>, opts: IngestOptions) -> Result<IngestReport> {
-        let table = self.partition(partition)?;
-        let dir = dir.as_ref();
-        let files = TableFiles::open(dir)?;
-        let n = self.count();
-        match files.partition {
-            Some(p) if (p.index, p.count, p.hash) != (partition, n, self.router.hash) => {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: the files were written for partition {} of {} ({:?}), not partition {partition} of {n} \
-                     ({:?})",
-                    dir.display(),
-                    p.index,
-                    p.count,
-                    p.hash,
-                    self.router.hash
-                )));
-            }
-            Some(_) => {}
-            None => {
-                let path = dir.join(&files.primary.0);
-                if let Some(at) = super::ingest::first_key_routed_elsewhere(&path, self.router.hash, n, partition)? {
-                    return Err(Error::InvalidArgument(format!(
-                        "{}: entry {at} has the primary key of another partition than {partition} of {n}",
-                        path.display()
-                    )));
-                }
-            }
-        }
-        table.ingest(dir, opts)
+        // The partition's handle checks the files (`Route::check_files`).
+        self.partition(partition)?.ingest(dir, opts)
     }
 
     /// Counters and index sizes summed over the partitions (ratios recomputed, the

@@ -132,6 +132,14 @@ impl Transaction {
     /// assert_eq!(tx.commit().unwrap().seq, 0);
     /// ```
     pub fn commit(self) -> Result<Outcome> {
+        if let Some(route) = self.table.route() {
+            for s in &self.stmts {
+                match s {
+                    Stmt::Insert(row) | Stmt::Replace(row) => route.check_row(row)?,
+                    Stmt::Delete(pk) | Stmt::Update(pk, _) => route.check_pk(pk)?,
+                }
+            }
+        }
         let db = self.table.db.clone();
         loop {
             // Catalog and layout are taken afresh for every attempt: a retry may wait
