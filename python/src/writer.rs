@@ -277,7 +277,8 @@ pub fn row_or_pk(py: Python<'_>, obj: &Bound<'_, PyAny>, fields: &[FieldSpec], p
 
 /// Which of `partitions` hash partitions a row of a table belongs to, computed from the
 /// schema alone (no database), and the row's encoded primary key, whose byte order is
-/// the primary key's order.
+/// the primary key's order. A schema with a unique index is refused: a partitioned
+/// table's indexes are local to each partition.
 #[pyclass(frozen, module = "strata")]
 pub struct Partitioner {
     /// The schema in its text form.
@@ -299,6 +300,8 @@ pub struct Partitioner {
 impl Partitioner {
     pub fn from_schema(py: Python<'_>, schema: &Schema, count: usize) -> PyResult<Partitioner> {
         check_count(count).map_err(|e| errors::to_py(py, e))?;
+        // Before any Spark job runs: the partitioned table would refuse it after.
+        strata::table::partitioned::check_local_indexes(schema).map_err(|e| errors::to_py(py, e))?;
         let pk = schema.pk_positions().map_err(|e| errors::to_py(py, e))?;
         let types = pk
             .iter()

@@ -201,7 +201,14 @@ def test_files_of_another_build_refused(tmp_path: Path) -> None:
 
 
 def test_partitioner(tmp_path: Path) -> None:
-    p = strata.Partitioner(SCHEMA, 4)
+    # A partitioned table's indexes are local: a unique one is refused before any
+    # Spark job runs or any file is written.
+    with pytest.raises(strata.InvalidArgument, match="cannot check uniqueness"):
+        strata.Partitioner(SCHEMA, 4)
+    with pytest.raises(strata.InvalidArgument, match="cannot check uniqueness"):
+        strata.TableWriter(SCHEMA, tmp_path / "unique", partition=(0, 4))
+    assert not (tmp_path / "unique").exists()
+    p = strata.Partitioner(SCHEMA.replace(" unique", ""), 4)
     assert p.partitions == 4
     row = (12, "n", 3, None)
     assert p.partition_of(row) == p.partition_of(12) == p.partition_of((12,))

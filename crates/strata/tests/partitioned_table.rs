@@ -845,6 +845,18 @@ fn a_partitions_table_refuses_what_belongs_elsewhere() {
         r => panic!("a unique index on one partition: {r:?}"),
     }
     assert!(!table_index_names(p0).contains(&"u_a".to_string()));
+    // So does a writer of one partition's files, before it makes its directory.
+    let with_unique = Schema::parse("table u (id u64, a u64) primary key (id) index u_a unique (a)").expect("schema");
+    let dir = root.path().join("unique");
+    let opts = TableWriterOptions {
+        partition: Some((0, 2)),
+        ..Default::default()
+    };
+    match TableWriter::create_with(&with_unique, &dir, opts) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("cannot check uniqueness"), "{m}"),
+        r => panic!("a partition's writer of a unique index: {:?}", r.map(|_| ())),
+    }
+    assert!(!dir.exists());
     db.close().expect("close");
 }
 

@@ -412,8 +412,8 @@ impl Table {
     /// The index cannot be read at snapshots taken before its build: such selects
     /// return [`Error::InvalidArgument`] (the primary key still reads them).
     pub fn create_index(&self, def: IndexDef) -> Result<()> {
-        if let Some(route) = &self.route {
-            route.refuse_unique(&def, self.name())?;
+        if self.route.is_some() {
+            partitioned::local_index(&def, self.name())?;
         }
         build::create_index(self, def)
     }

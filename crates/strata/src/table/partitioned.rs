@@ -188,13 +188,7 @@ impl PartitionedDb {
     /// [`Partitions`](crate::partition::Partitions) and create it again.
     pub fn create_table(&self, schema: Schema) -> Result<PartitionedTable> {
         let schema = schema.validated()?;
-        if let Some(ix) = schema.indexes.iter().find(|i| i.unique) {
-            return Err(Error::InvalidArgument(format!(
-                "unique index {:?} of table {:?}: a partitioned table's indexes are local to each \
-                 partition and cannot check uniqueness across partitions",
-                ix.name, schema.name
-            )));
-        }
+        check_local_indexes(&schema)?;
         if let Some((i, _)) = self.served().find(|(_, db)| db.table(&schema.name).is_ok()) {
             return Err(Error::AlreadyExists(format!(
                 "table {:?} (in partition {i})",
@@ -356,6 +350,25 @@ impl Router {
     }
 }
 
+/// Refuses `schema` for a partitioned table if it has a unique index: a partitioned
+/// table's indexes are local to each partition, so a unique one could not check its key
+/// across partitions.
+pub fn check_local_indexes(schema: &Schema) -> Result<()> {
+    schema.indexes.iter().try_for_each(|ix| local_index(ix, &schema.name))
+}
+
+/// [`check_local_indexes`] for one index of table `table`.
+pub(crate) fn local_index(def: &super::schema::IndexDef, table: &str) -> Result<()> {
+    if def.unique {
+        return Err(Error::InvalidArgument(format!(
+            "unique index {:?} of table {table:?}: a partitioned table's indexes are local to each \
+             partition and cannot check uniqueness across partitions",
+            def.name
+        )));
+    }
+    Ok(())
+}
+
 /// What a partition's table handle ([`PartitionedTable::partition`]) knows of its
 /// place: partition `index` of its router's. A statement or an ingest through it whose
 /// rows route elsewhere is refused: the partitioned table would look for them in their
@@ -399,18 +412,6 @@ impl Route {
         self.here(self.router.partition_of_pk(pk)?, || {
             format!("primary key {}", super::format_values(pk))
         })
-    }
-
-    /// A partition's indexes are local: a unique one would check its partition only.
-    pub(crate) fn refuse_unique(&self, def: &super::schema::IndexDef, table: &str) -> Result<()> {
-        if def.unique {
-            return Err(Error::InvalidArgument(format!(
-                "unique index {:?} of table {table:?}: a partitioned table's indexes are local to each \
-                 partition and cannot check uniqueness across partitions",
-                def.name
-            )));
-        }
-        Ok(())
     }
 
     /// Files a [`TableWriter`](super::writer::TableWriter) wrote are for this

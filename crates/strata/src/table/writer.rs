@@ -148,6 +148,7 @@ impl TableWriter {
         let partition = match opts.partition {
             Some((index, count)) => {
                 check_count(count)?;
+                super::partitioned::check_local_indexes(&schema)?;
                 if index >= count {
                     return Err(Error::InvalidArgument(format!(
                         "partition {index} of {count}: partitions are numbered 0..{count}"
