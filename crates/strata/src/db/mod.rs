@@ -477,7 +477,8 @@ impl DbInner {
     }
 
     /// Registers a foreground job that writes files or the manifest (a manual
-    /// compaction, an ingest, an index build, a page drop) until the guard drops.
+    /// compaction, an ingest, an index build, a page drop, a catalog edit) until the
+    /// guard drops.
     /// Invariant: **nothing writes into the directory once a close returns**: the close
     /// waits for the jobs running and refuses new ones with [`Error::Closed`] (its lock
     /// released, another handle may own the directory and its file numbers).
@@ -621,7 +622,7 @@ impl DbInner {
         pause_created: bool,
         meta: impl FnOnce(&[u32]) -> Result<Vec<(String, Option<Vec<u8>>)>>,
     ) -> Result<Vec<u32>> {
-        self.check_open()?;
+        let _job = self.begin_job()?;
         for name in create {
             if name.is_empty() || name.len() > 255 {
                 return Err(Error::InvalidArgument("keyspace names must be 1 to 255 bytes".into()));
@@ -639,6 +640,9 @@ impl DbInner {
             }
             if !busy {
                 break;
+            }
+            if bg.shutdown {
+                return Err(Error::Closed);
             }
             self.bg_cv.wait_for(&mut bg, std::time::Duration::from_millis(20));
         }

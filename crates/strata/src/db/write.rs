@@ -343,28 +343,28 @@ impl DbInner {
         if sv.mem.is_empty() {
             return Ok(());
         }
-        let number = self.versions.lock().new_file_number();
-        let path = self.dir.join(wal::log_file_name(number));
-        let file = self.opts.fs.create(&path)?;
-        // The new log's name must be durable before writes acknowledged in it.
-        self.opts.fs.sync_dir(&self.dir)?;
-        {
+        let number = {
+            // Held from before the new log is made: a close that took the log after this
+            // leader's checks has recorded it as the last one (as a batch finds it gone
+            // in `commit_group`) and may have let another handle open the directory, so
+            // nothing may be created in it then.
             let mut wal_guard = self.wal.lock();
-            // A close that took the log after this leader's checks has recorded it as the
-            // last one (as a batch finds it gone in `commit_group`): the new log must not
-            // be installed.
             let Some(old) = wal_guard.as_mut() else {
-                drop(file);
-                let _ = self.opts.fs.remove(&path);
                 return Err(Error::Closed);
             };
+            let number = self.versions.lock().new_file_number();
+            let path = self.dir.join(wal::log_file_name(number));
+            let file = self.opts.fs.create(&path)?;
+            // The new log's name must be durable before writes acknowledged in it.
+            self.opts.fs.sync_dir(&self.dir)?;
             // The old log must be complete on disk before its memtable can be flushed
             // and the log forgotten.
             old.writer.sync().map_err(|e| self.fail(e))?;
             *wal_guard = Some(WalState {
                 writer: wal::Writer::new(file),
             });
-        }
+            number
+        };
         let mem = Arc::new(MemTable::new(number, self.opts.clock.now_micros()));
         {
             let mut cur = self.sv.write();
