@@ -369,3 +369,48 @@ fn close_releases_the_directory_even_with_live_handles() {
     );
     drop(snap);
 }
+
+/// A schema built or changed in code is checked before anything is durable: before, a
+/// nullable primary key or a duplicate field reached the manifest, the catalog refused
+/// to load it, and every later open of the database failed.
+#[test]
+fn a_bad_schema_made_in_code_is_refused_and_the_database_still_opens() {
+    use strata::table::schema::Schema;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = || Schema::parse("table t (id u64, v u64) primary key (id)").expect("schema");
+    {
+        let db = open(dir.path());
+        let mut nullable_pk = good();
+        nullable_pk.fields[0].nullable = true;
+        let mut duplicate = good();
+        duplicate.fields[1].name = "id".into();
+        let mut no_key = good();
+        no_key.primary_key.clear();
+        let mut bad_name = good();
+        bad_name.name = "a:b".into();
+        for (s, what) in [
+            (nullable_pk, "nullable primary key"),
+            (duplicate, "duplicate field"),
+            (no_key, "no primary key"),
+            (bad_name, "bad table name"),
+        ] {
+            let r = db.create_table(s);
+            assert!(
+                matches!(r, Err(Error::InvalidArgument(_) | Error::SchemaMismatch(_))),
+                "{what}: {r:?}"
+            );
+        }
+        assert!(db.list_tables().is_empty());
+        db.close().expect("close");
+    }
+    let db = open(dir.path());
+    let t = db.create_table(good()).expect("a good schema");
+    t.insert(vec![
+        strata::table::value::Value::U64(1),
+        strata::table::value::Value::U64(2),
+    ])
+    .expect("insert");
+    drop(t);
+    db.close().expect("close");
+    open(dir.path()).close().expect("reopen");
+}

@@ -210,6 +210,9 @@ pub(crate) fn filter_entries(
 impl Db {
     /// Creates a table (its keyspaces and catalog entry in one durable edit).
     pub fn create_table(&self, schema: Schema) -> Result<Table> {
+        // A schema built or changed in code, not parsed: checked before it is durable,
+        // since the catalog refuses to load a bad one (and the open with it).
+        let schema = schema.validated()?;
         for ix in &schema.indexes {
             refuse_reserved_index_name(&ix.name)?;
         }
