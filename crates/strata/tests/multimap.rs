@@ -192,7 +192,7 @@ fn partitioned_load_puts_each_key_in_one_partition_and_survives_reopen() {
         let key = format!("author{k}");
         let home = mm.partition_of(key.as_bytes());
         for p in 0..4 {
-            let here = MultiMap::new(mm.partition(p).clone())
+            let here = MultiMap::new(mm.partition(p).expect("partition").clone())
                 .get(key.as_bytes())
                 .expect("get")
                 .count();

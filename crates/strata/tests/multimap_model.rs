@@ -309,7 +309,7 @@ impl Harness {
             Store::Parts(p) => {
                 let ks = p.keyspace("mm").expect("ks");
                 (0..p.count())
-                    .map(|i| ks.partition(i).filter_key().expect("filter key"))
+                    .map(|i| ks.partition(i).expect("partition").filter_key().expect("filter key"))
                     .collect()
             }
         };

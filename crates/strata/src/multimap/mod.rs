@@ -67,7 +67,7 @@ impl MultiMap {
     /// A multimap over a hash-partitioned keyspace: a key and all its values live in
     /// the partition of the key.
     pub fn partitioned(keyspace: PartitionedKeyspace) -> MultiMap {
-        let parts = (0..keyspace.count()).map(|i| keyspace.partition(i).clone()).collect();
+        let parts = keyspace.parts().to_vec();
         MultiMap {
             parts,
             hash: HashFn::Fnv1aFmix64,
@@ -109,9 +109,11 @@ impl MultiMap {
         self.hash.partition(key, self.parts.len())
     }
 
-    /// The keyspace of partition `i`.
-    pub fn partition(&self, i: usize) -> &Keyspace {
-        &self.parts[i]
+    /// The keyspace of partition `i` (`InvalidArgument` when `i` is out of range).
+    pub fn partition(&self, i: usize) -> Result<&Keyspace> {
+        self.parts
+            .get(i)
+            .ok_or_else(|| crate::partition::out_of_range(i, self.parts.len()))
     }
 
     fn home(&self, key: &[u8]) -> &Keyspace {
@@ -181,7 +183,8 @@ impl MultiMap {
         key: &[u8],
         values: impl KeyRange,
     ) -> Result<Values> {
-        self.get_at(snapshot.partition(self.partition_of(key)), key, values)
+        snapshot.check_parts(self.parts.len())?;
+        self.get_at(snapshot.partition(self.partition_of(key))?, key, values)
     }
 
     /// Streams every (key, value) pair, in key then value order, merged over

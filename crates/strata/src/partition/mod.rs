@@ -427,19 +427,42 @@ pub struct PartitionSnapshot {
 }
 
 impl PartitionSnapshot {
-    /// The snapshot of partition `i`.
-    pub fn partition(&self, i: usize) -> &Snapshot {
-        &self.snaps[i]
+    /// Number of partitions.
+    pub fn count(&self) -> usize {
+        self.snaps.len()
+    }
+
+    /// The snapshot of partition `i` (`InvalidArgument` when `i` is out of range).
+    pub fn partition(&self, i: usize) -> Result<&Snapshot> {
+        self.snaps.get(i).ok_or_else(|| out_of_range(i, self.snaps.len()))
+    }
+
+    /// A keyspace of another set of partitions cannot be read with these snapshots.
+    fn check_count(&self, ks: &PartitionedKeyspace) -> Result<()> {
+        self.check_parts(ks.parts.len())
+    }
+
+    /// `parts` partitions are read with a snapshot of as many.
+    pub(crate) fn check_parts(&self, parts: usize) -> Result<()> {
+        if parts != self.snaps.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a keyspace over {parts} partitions read with a snapshot of {}",
+                self.snaps.len()
+            )));
+        }
+        Ok(())
     }
 
     /// Reads `key` of `ks` as of the snapshot.
     pub fn get(&self, ks: &PartitionedKeyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_count(ks)?;
         let i = ks.partition_of(key);
         self.snaps[i].get(&ks.parts[i], key)
     }
 
     /// Scans `ks` as of the snapshot, merged over partitions, ascending.
     pub fn scan(&self, ks: &PartitionedKeyspace, range: impl KeyRange) -> Result<MergedScan<Scan>> {
+        self.check_count(ks)?;
         let (lo, hi) = range.into_bounds();
         let scans = (0..ks.parts.len())
             .map(|i| self.snaps[i].scan(&ks.parts[i], (lo.clone(), hi.clone())))
@@ -463,9 +486,14 @@ impl PartitionedKeyspace {
     }
 
     /// The keyspace handle of partition `i`, for batches (a batch goes to one
-    /// partition's database).
-    pub fn partition(&self, i: usize) -> &Keyspace {
-        &self.parts[i]
+    /// partition's database); `InvalidArgument` when `i` is out of range.
+    pub fn partition(&self, i: usize) -> Result<&Keyspace> {
+        self.parts.get(i).ok_or_else(|| out_of_range(i, self.parts.len()))
+    }
+
+    /// Every partition's keyspace handle, partition `i`'s at index `i`.
+    pub(crate) fn parts(&self) -> &[Keyspace] {
+        &self.parts
     }
 
     /// The keyspace handle of the partition holding `key`.
@@ -593,9 +621,21 @@ mod tests {
             let k = i.to_be_bytes();
             let home = ks.partition_of(&k);
             for j in 0..3 {
-                assert_eq!(ks.partition(j).get(&k).expect("get").is_some(), j == home);
+                let part = ks.partition(j).expect("partition");
+                assert_eq!(part.get(&k).expect("get").is_some(), j == home);
             }
         }
+        // Out of range is an error, as is a snapshot of another count.
+        assert!(matches!(ks.partition(3), Err(Error::InvalidArgument(_))));
+        let snap = p.snapshot();
+        assert!(snap.partition(3).is_err() && snap.partition(2).is_ok());
+        let other = tempfile::tempdir().expect("tempdir");
+        let two = Partitions::open(other.path(), 2, Options::default()).expect("open");
+        let ks2 = two.keyspace("k").expect("ks");
+        assert!(matches!(snap.get(&ks2, b"k"), Err(Error::InvalidArgument(_))));
+        assert!(snap.scan(&ks2, ..).is_err());
+        drop((snap, ks2));
+        two.close().expect("close");
         drop(ks);
         p.close().expect("close");
         let p = Partitions::open_existing(dir.path(), Options::default()).expect("reopen");
