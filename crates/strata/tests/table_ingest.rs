@@ -270,6 +270,11 @@ fn the_writer_refuses_unsorted_rows_bad_rows_and_unique_duplicates() {
     let mut w = TableWriter::create(&s, tmp.path().join("w")).unwrap();
     w.add(&row(1)).unwrap();
     w.finish().unwrap();
+    // Dropped unfinished, a writer leaves its directory empty too.
+    let mut dropped = TableWriter::create(&s, tmp.path().join("dropped")).unwrap();
+    dropped.add(&row(1)).unwrap();
+    drop(dropped);
+    assert_eq!(std::fs::read_dir(tmp.path().join("dropped")).unwrap().count(), 0);
     // A used directory is refused.
     let e = TableWriter::create(&s, tmp.path().join("w")).unwrap_err();
     assert!(matches!(e, Error::AlreadyExists(_)), "{e}");

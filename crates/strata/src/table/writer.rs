@@ -105,6 +105,27 @@ pub struct TableWriter {
     partition: Option<FilesPartition>,
     /// Format options of every file written (index files keep their own filter key).
     sst: SstOptions,
+    /// Last, so the files above are closed first.
+    cleanup: Cleanup,
+}
+
+/// Empties a writer's directory when the writer ends without its files: dropped
+/// unfinished, or refused or failed at `finish`. The directory was new or empty
+/// (`create_with`), so every file in it is the writer's; a retry finds it as it was.
+struct Cleanup {
+    dir: PathBuf,
+    armed: bool,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if self.armed {
+            // Best effort: a failed `finish` already said what went wrong.
+            for name in RealFs.list(&self.dir).unwrap_or_default() {
+                let _ = RealFs.remove(&self.dir.join(name));
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -191,7 +212,7 @@ impl TableWriter {
             .map(|_| ExternalSorter::new(ctx.clone(), share))
             .collect();
         Ok(TableWriter {
-            dir,
+            dir: dir.clone(),
             schema,
             layout,
             primary,
@@ -200,6 +221,7 @@ impl TableWriter {
             rows: 0,
             partition,
             sst: opts.sst,
+            cleanup: Cleanup { dir, armed: true },
         })
     }
 
@@ -245,20 +267,13 @@ impl TableWriter {
 
     /// Writes the index files and the descriptor. A unique index whose rows share a key
     /// (nulls aside) is an [`Error::Constraint`]; a writer without rows is refused.
-    /// Refused or failed, it leaves the directory empty, as it found it, for another
-    /// writer.
+    /// Refused or failed, or dropped unfinished, it leaves the directory empty, as it
+    /// found it, for another writer.
     pub fn finish(self) -> Result<TableFiles> {
-        let dir = self.dir.clone();
-        self.write_files().inspect_err(|_| {
-            // The directory was new or empty (`create_with`): every file in it is this
-            // writer's. Best effort: the error already says what went wrong.
-            for name in RealFs.list(&dir).unwrap_or_default() {
-                let _ = RealFs.remove(&dir.join(name));
-            }
-        })
+        self.write_files()
     }
 
-    fn write_files(self) -> Result<TableFiles> {
+    fn write_files(mut self) -> Result<TableFiles> {
         if self.rows == 0 {
             return Err(Error::InvalidArgument(format!(
                 "{}: no rows to write",
@@ -313,7 +328,9 @@ impl TableWriter {
         drop(f);
         fs.rename(&tmp, &self.dir.join(DESCRIPTOR))?;
         fs.sync_dir(&self.dir)?;
-        TableFiles::parse(&self.dir, &text)
+        let files = TableFiles::parse(&self.dir, &text)?;
+        self.cleanup.armed = false;
+        Ok(files)
     }
 }
 
