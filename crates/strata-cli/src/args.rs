@@ -24,7 +24,8 @@ pub struct Cli {
     pub hex: bool,
 
     /// Open the database read-only: no lock file is created, nothing is written, and
-    /// commands that write fail (for databases on read-only media)
+    /// commands that write fail (for databases on read-only media; commands that only
+    /// read always open it so)
     #[arg(long, global = true)]
     pub read_only: bool,
 

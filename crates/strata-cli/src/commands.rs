@@ -72,7 +72,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Get { ks, key } => {
             let key = decode(enc, "KEY", &key)?;
-            on_keyspace(db_dir, false, &ks.keyspace, |k| {
+            on_keyspace_to_read(db_dir, &ks.keyspace, |k| {
                 let Some(value) = k.get(&key)? else {
                     return Err(CliError::Runtime(format!(
                         "key {} not found in keyspace {:?}",
@@ -115,7 +115,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Scan(args) => scan(db_dir, enc, args, &mut out)?,
         Command::Stats { json } => {
-            let db = open(db_dir, false)?;
+            let db = open_to_read(db_dir)?;
             let stats = db.stats();
             if json {
                 writeln!(out, "{}", stats_json(&stats))?;
@@ -138,7 +138,7 @@ pub fn run(cli: Cli) -> Result<()> {
             db.close()?;
         }
         Command::Keyspaces => {
-            let db = open(db_dir, false)?;
+            let db = open_to_read(db_dir)?;
             for name in db.list_keyspaces() {
                 writeln!(out, "{}", escape(name.as_bytes()))?;
             }
@@ -209,14 +209,16 @@ pub(crate) fn open(dir: Option<&Path>, create: bool) -> Result<Db> {
 /// [`open`] for a command that only reads: read-only, so the open's recovery changes
 /// nothing (it would sweep files a check must see, such as unlisted SSTables).
 pub(crate) fn open_to_read(dir: Option<&Path>) -> Result<Db> {
-    open_with(
-        dir,
-        Options {
-            read_only: true,
-            create_if_missing: false,
-            ..open_options(false)
-        },
-    )
+    open_with(dir, read_options())
+}
+
+/// The options of an open for a command that only reads ([`open_to_read`]).
+pub(crate) fn read_options() -> Options {
+    Options {
+        read_only: true,
+        create_if_missing: false,
+        ..open_options(false)
+    }
 }
 
 fn open_with(dir: Option<&Path>, opts: Options) -> Result<Db> {
@@ -275,6 +277,14 @@ fn on_keyspace<T>(dir: Option<&Path>, create: bool, name: &str, f: impl FnOnce(&
     Ok(out)
 }
 
+/// [`on_keyspace`] for a command that only reads ([`open_to_read`]).
+fn on_keyspace_to_read<T>(dir: Option<&Path>, name: &str, f: impl FnOnce(&Keyspace) -> Result<T>) -> Result<T> {
+    let db = open_to_read(dir)?;
+    let out = f(&keyspace(&db, name)?)?;
+    db.close()?;
+    Ok(out)
+}
+
 pub(crate) fn keyspace(db: &Db, name: &str) -> Result<Keyspace> {
     if name == DEFAULT_KEYSPACE {
         return Ok(db.default_keyspace());
@@ -301,7 +311,7 @@ fn scan(db_dir: Option<&Path>, enc: Encoding, args: ScanArgs, out: &mut impl Wri
             enc.quote(t)
         )));
     }
-    let db = open(db_dir, false)?;
+    let db = open_to_read(db_dir)?;
     let ks = keyspace(&db, &args.ks.keyspace)?;
     {
         let lo = from.map_or(Bound::Unbounded, Bound::Included);

@@ -52,6 +52,23 @@ impl Store {
         }
     }
 
+    /// [`open`](Self::open) for a command that only reads: read-only, so the open's
+    /// recovery changes nothing (`commands::open_to_read`).
+    fn open_to_read(dir: Option<&Path>) -> Result<Store> {
+        let Some(d) = dir else {
+            return Err(CliError::Usage(
+                "no database given: pass --db DIR or set STRATA_DB".into(),
+            ));
+        };
+        if d.join(DESCRIPTOR_FILE).exists() {
+            return Ok(Store::Parts(Partitions::open_existing(
+                d,
+                crate::commands::read_options(),
+            )?));
+        }
+        Ok(Store::One(crate::commands::open_to_read(dir)?))
+    }
+
     /// The multimap `name`; created only when `create`.
     fn multimap(&self, name: &str, create: bool) -> Result<MultiMap> {
         // True when the multimap is new (and may be created).
@@ -154,7 +171,7 @@ fn get(db_dir: Option<&Path>, enc: Encoding, args: MultimapGetArgs, out: &mut im
         .as_deref()
         .map(|v| enc.decode("--after", v).map_err(CliError::Usage))
         .transpose()?;
-    let store = Store::open(db_dir, false, None)?;
+    let store = Store::open_to_read(db_dir)?;
     let mm = store.multimap(&args.name, false)?;
     let start = match (from, after) {
         (Some(v), _) => Bound::Included(v),

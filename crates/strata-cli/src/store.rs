@@ -37,6 +37,20 @@ impl Store {
     /// when `create`). With `--serve`, only those partitions of a partitioned one (a
     /// serving node's, created when `create`).
     pub(crate) fn open(dir: Option<&Path>, create: bool, partitions: Option<usize>) -> Result<Store> {
+        Self::open_as(dir, create, partitions, false)
+    }
+
+    /// [`open`](Self::open) for a command that only reads: read-only, so the open's
+    /// recovery changes nothing (`commands::open_to_read`).
+    pub(crate) fn open_to_read(dir: Option<&Path>) -> Result<Store> {
+        Self::open_as(dir, false, None, true)
+    }
+
+    fn open_as(dir: Option<&Path>, create: bool, partitions: Option<usize>, read: bool) -> Result<Store> {
+        let open_options = |create: bool| match read {
+            true => crate::commands::read_options(),
+            false => open_options(create),
+        };
         let Some(dir) = dir else {
             return Err(CliError::Usage(
                 "no database given: pass --db DIR or set STRATA_DB".into(),

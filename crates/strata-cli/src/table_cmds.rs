@@ -35,7 +35,7 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             db.close()?;
         }
         TableCommand::Tables { schema } => {
-            let db = Store::open(db_dir, false, None)?;
+            let db = Store::open_to_read(db_dir)?;
             for name in db.list_tables() {
                 if schema {
                     writeln!(out, "{}", db.table(&name)?.schema()?)?;
@@ -95,7 +95,7 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             pk,
             format,
         } => {
-            let db = Store::open(db_dir, false, None)?;
+            let db = Store::open_to_read(db_dir)?;
             let t = db.table(&tname)?;
             let schema = t.schema()?;
             let pk = pk_values(&schema, &pk)?;
@@ -168,7 +168,7 @@ pub fn run(db_dir: Option<&Path>, cmd: TableCommand, out: &mut impl Write) -> Re
             db.close()?;
         }
         TableCommand::TableStats { table: tname, json } => {
-            let db = Store::open(db_dir, false, None)?;
+            let db = Store::open_to_read(db_dir)?;
             let t = db.table(&tname)?;
             let stats = t.stats()?;
             if json {
@@ -353,7 +353,7 @@ fn write_json_row(db_dir: Option<&Path>, tname: &str, text: &str, mode: LoadMode
 }
 
 fn select(db_dir: Option<&Path>, args: SelectArgs, out: &mut impl Write) -> Result<()> {
-    let db = Store::open(db_dir, false, None)?;
+    let db = Store::open_to_read(db_dir)?;
     let t = db.table(&args.table)?;
     let schema = t.schema()?;
     let fields = check_index(&schema, &args.index, true)?;

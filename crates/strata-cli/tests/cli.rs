@@ -416,6 +416,52 @@ fn read_only_reads_and_refuses_writes() {
     assert_eq!(listing(&db), before, "a read-only command changed the directory");
 }
 
+/// Commands that only read open the database read-only, without `--read-only`: the
+/// directory is byte for byte as before (a read-write open replays the WAL into a new
+/// one, writes a manifest and sweeps unlisted files, which `check` must see). Before,
+/// each of these rewrote the directory.
+#[test]
+fn reading_commands_change_nothing() {
+    let (_dir, db) = new_db();
+    put_all(&db, &[("a", "1"), ("b", "2")]);
+    ok(
+        &db,
+        &[
+            "create-table",
+            "table users (id u64, age i64) primary key (id) index by_age (age)",
+        ],
+    );
+    ok(&db, &["insert", "users", r#"{"id": 1, "age": 30}"#]);
+    let listing = |d: &Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing(&db);
+    assert_eq!(ok(&db, &["get", "b"]), "2\n");
+    assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
+    ok(&db, &["stats"]);
+    assert!(ok(&db, &["keyspaces"]).contains("default"));
+    assert_eq!(ok(&db, &["tables"]), "users\n");
+    assert!(ok(&db, &["row-get", "users", "1"]).contains("30"));
+    assert!(ok(&db, &["select", "users", "--index", "by_age"]).contains("30"));
+    ok(&db, &["table-stats", "users"]);
+    assert_eq!(listing(&db), before, "a reading command changed the directory");
+    // A missing database is not created by a read.
+    let missing = db.with_file_name("missing");
+    assert_fails(&run(&missing, &["get", "a"]), 1, &[]);
+    assert!(!missing.exists());
+}
+
 /// A table's internal keyspace cannot be written through `put`; `check` stays clean.
 #[test]
 fn put_into_a_tables_keyspace_is_refused() {

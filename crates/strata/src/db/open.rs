@@ -54,9 +54,16 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     }
     if opts.read_only && !fs.exists(&dir.join("CURRENT")) {
         // Creating a database is a write.
+        let foreign = match fs.exists(&dir) {
+            true => not_ours(fs.as_ref(), &dir)?,
+            false => Vec::new(),
+        };
         return Err(Error::NotADatabase {
             path: dir,
-            reason: "no database here (a read-only open creates none)".into(),
+            reason: match foreign.is_empty() {
+                true => "no database here (a read-only open creates none)".into(),
+                false => not_empty(&foreign),
+            },
         });
     }
     if !fs.exists(&dir) {
@@ -71,7 +78,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
     let has_current = fs.exists(&dir.join("CURRENT"));
     let mut leftovers = false;
     if !has_current {
-        let foreign: Vec<String> = fs.list(&dir)?.into_iter().filter(|n| n != LOCK_FILE).collect();
+        let foreign = not_ours(fs.as_ref(), &dir)?;
         // What a creation that stopped before `CURRENT` left: cleared below, under the
         // lock, so the creation can be retried.
         leftovers = !foreign.is_empty()
@@ -81,10 +88,7 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
         if !foreign.is_empty() && !leftovers {
             return Err(Error::NotADatabase {
                 path: dir,
-                reason: format!(
-                    "directory is not empty and has no CURRENT file (found {:?})",
-                    &foreign[..foreign.len().min(3)]
-                ),
+                reason: not_empty(&foreign),
             });
         }
         if !opts.create_if_missing {
@@ -279,6 +283,19 @@ fn log_born(vs: &VersionSet) -> u64 {
         (Some(n), Some(t)) if n == vs.log_number.to_be_bytes() => t.try_into().map_or(0, u64::from_be_bytes),
         _ => 0,
     }
+}
+
+/// The names in a directory without `CURRENT`, but for a lock file.
+fn not_ours(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<Vec<String>> {
+    Ok(fs.list(dir)?.into_iter().filter(|n| n != LOCK_FILE).collect())
+}
+
+/// Why a directory holding `foreign` and no `CURRENT` is not a database.
+fn not_empty(foreign: &[String]) -> String {
+    format!(
+        "directory is not empty and has no CURRENT file (found {:?})",
+        &foreign[..foreign.len().min(3)]
+    )
 }
 
 /// The largest seqno a live file holds or names: new writes must come after it.
