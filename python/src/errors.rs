@@ -31,7 +31,9 @@ pub fn to_py(py: Python<'_>, e: strata::Error) -> PyErr {
             let value = err.value(py);
             value.setattr("errno", errno)?;
             value.setattr("strerror", std::io::Error::from_raw_os_error(errno).to_string())?;
-            value.setattr("filename", path.as_ref().map(|p| p.display().to_string()))?;
+            if let Some(p) = path {
+                value.setattr("filename", p.display().to_string())?;
+            }
         }
         Ok(err)
     });

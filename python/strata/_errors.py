@@ -22,6 +22,11 @@ class CorruptionError(Error):
 class IoError(Error, OSError):
     """An operating-system I/O error (``file`` when known)."""
 
+    def __str__(self) -> str:
+        # The engine's message, which says what it was doing; OSError's own would
+        # show only ``errno``, ``strerror`` and ``filename`` once they are set.
+        return str(self.args[0]) if self.args else super().__str__()
+
 
 class InvalidArgument(Error, ValueError):
     """The call passed something Strata cannot accept; nothing was changed."""

@@ -116,6 +116,8 @@ def test_io_error_names_the_path(tmp_path: object) -> None:
     assert e.value.errno == errno.ENOTDIR
     assert e.value.strerror is not None and "Not a directory" in e.value.strerror
     assert e.value.filename == under
+    # Its text is the engine's message, as for every other error.
+    assert str(e.value) == e.value.args[0] and under in str(e.value)
 
 
 def test_already_exists_and_not_found(db: strata.Database) -> None:
