@@ -450,8 +450,11 @@ impl Route {
 pub struct PartitionedTable {
     router: Router,
     /// Partition `i`'s table at index `i`; `None` where not served. At least one is
-    /// served.
+    /// served. The statements here route their rows themselves.
     tables: Arc<[Option<Table>]>,
+    /// The same tables, each checking that what it is given routes to it
+    /// ([`partition`](Self::partition)).
+    handles: Arc<[Option<Table>]>,
 }
 
 impl PartitionedTable {
@@ -459,12 +462,14 @@ impl PartitionedTable {
         if tables.iter().all(Option::is_none) {
             return Err(Error::InvalidArgument("no partition is served".into()));
         }
-        let tables = tables
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| t.map(|t| t.routed(router.clone(), i)))
+        let handles = (tables.iter().enumerate())
+            .map(|(i, t)| t.as_ref().map(|t| t.routed(router.clone(), i)))
             .collect();
-        Ok(PartitionedTable { router, tables })
+        Ok(PartitionedTable {
+            router,
+            tables: tables.into(),
+            handles,
+        })
     }
 
     /// A served partition's table, for what every partition shares (name, schema).
@@ -499,7 +504,7 @@ impl PartitionedTable {
     /// rows whose primary key routes to another partition, files written for another,
     /// and unique indexes.
     pub fn partition(&self, i: usize) -> Result<&Table> {
-        served_at(&self.tables, i)
+        served_at(&self.handles, i)
     }
 
     /// The partitions served (see [`PartitionedDb::serves`]).
@@ -522,12 +527,13 @@ impl PartitionedTable {
         self.router.partition_of_row(row)
     }
 
+    // Routed here: the partitions' own tables, which do not route again.
     fn by_row(&self, row: &[Value]) -> Result<&Table> {
-        self.partition(self.partition_of_row(row)?)
+        served_at(&self.tables, self.partition_of_row(row)?)
     }
 
     fn by_pk(&self, pk: &[Value]) -> Result<&Table> {
-        self.partition(self.partition_of_pk(pk)?)
+        served_at(&self.tables, self.partition_of_pk(pk)?)
     }
 
     /// Inserts a row; `Error::Constraint` if its primary key exists.
