@@ -271,15 +271,16 @@ pub(crate) fn open_options(create: bool) -> Options {
 /// The keyspace `name`, with the existing names in the error if there is none.
 /// Opens the database, runs `f` on keyspace `name`, then closes the database.
 fn on_keyspace<T>(dir: Option<&Path>, create: bool, name: &str, f: impl FnOnce(&Keyspace) -> Result<T>) -> Result<T> {
-    let db = open(dir, create)?;
-    let out = f(&keyspace(&db, name)?)?;
-    db.close()?;
-    Ok(out)
+    in_keyspace(open(dir, create)?, name, f)
 }
 
 /// [`on_keyspace`] for a command that only reads ([`open_to_read`]).
 fn on_keyspace_to_read<T>(dir: Option<&Path>, name: &str, f: impl FnOnce(&Keyspace) -> Result<T>) -> Result<T> {
-    let db = open_to_read(dir)?;
+    in_keyspace(open_to_read(dir)?, name, f)
+}
+
+/// Runs `f` on keyspace `name` of `db`, then closes it.
+fn in_keyspace<T>(db: Db, name: &str, f: impl FnOnce(&Keyspace) -> Result<T>) -> Result<T> {
     let out = f(&keyspace(&db, name)?)?;
     db.close()?;
     Ok(out)

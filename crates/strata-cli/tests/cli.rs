@@ -388,26 +388,28 @@ fn check_reports_an_unlisted_sstable_and_leaves_it() {
     assert_eq!(ok(&db, &["get", "b"]), "2\n");
 }
 
+/// Every file of `d` with its bytes, by name.
+fn listing(d: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// `--read-only` reads without creating LOCK or writing anything; writes fail.
 #[test]
 fn read_only_reads_and_refuses_writes() {
     let (_dir, db) = new_db();
     put_all(&db, &[("a", "1"), ("b", "2")]);
     std::fs::remove_file(db.join("LOCK")).unwrap();
-    let listing = |d: &Path| {
-        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    };
     let before = listing(&db);
     assert_eq!(ok(&db, &["--read-only", "get", "b"]), "2\n");
     assert_eq!(ok(&db, &["--read-only", "scan"]), "a\t1\nb\t2\n");
@@ -432,20 +434,6 @@ fn reading_commands_change_nothing() {
         ],
     );
     ok(&db, &["insert", "users", r#"{"id": 1, "age": 30}"#]);
-    let listing = |d: &Path| {
-        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
-        v.sort();
-        v
-    };
     let before = listing(&db);
     assert_eq!(ok(&db, &["get", "b"]), "2\n");
     assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");

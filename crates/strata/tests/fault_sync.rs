@@ -9,10 +9,10 @@ mod fault_harness;
 use fault_harness::{
     CrashMode, Fault, FaultSpec, FileKind, Harness, Op, Scenario, Target, no_panic, report, run, sweep, total_injected,
 };
-use strata::SyncPolicy;
 use strata::delete_key::{DeleteKey, TileChoice};
 use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
+use strata::{Db, Keyspace, SyncPolicy};
 
 #[test]
 fn failing_fsync() {
@@ -129,6 +129,27 @@ fn a_failed_wal_sync_under_an_index_build_stops_writes() {
     db.close().expect("close");
 }
 
+/// Keyspace "k" of `db`, whose delete key is the value's first byte.
+fn keyed(db: &Db) -> Keyspace {
+    let ks = db.create_keyspace("k").expect("keyspace");
+    ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
+        .expect("delete key");
+    ks
+}
+
+/// Power goes with `db` open, taking what was not synced; then the database reopened,
+/// and its keyspace "k".
+fn after_power_loss(h: &Harness, db: Db, ks: Keyspace) -> (Db, Keyspace) {
+    h.state().power_off();
+    drop(ks);
+    let _ = db.close();
+    h.state().crash(CrashMode::LoseUnsyncedData);
+    h.state().clear();
+    let db = h.open().expect("reopen");
+    let ks = db.keyspace("k").expect("keyspace");
+    (db, ks)
+}
+
 /// Without per-commit syncs, a secondary range delete is synced all the same, with the
 /// writes before it: background jobs apply it to files before it is flushed, and a
 /// delete lost with the unsynced tail after a job had applied it would come back half
@@ -136,26 +157,16 @@ fn a_failed_wal_sync_under_an_index_build_stops_writes() {
 #[test]
 fn a_delete_where_outlives_power_loss_without_per_commit_syncs() {
     let h = Harness::new(5, SyncPolicy::None);
-    {
-        let db = h.open().expect("open");
-        let ks = db.create_keyspace("k").expect("keyspace");
-        ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
-            .expect("delete key");
-        for i in 0..50u32 {
-            ks.put(&i.to_be_bytes(), &[(i % 10) as u8, 1]).expect("put");
-        }
-        db.flush().expect("flush");
-        ks.put(b"late", &[9, 9]).expect("put");
-        ks.delete_where(&[0], &[5]).expect("delete_where");
-        ks.put(b"after", &[1, 1]).expect("put");
-        h.state().power_off();
-        drop(ks);
-        let _ = db.close();
+    let db = h.open().expect("open");
+    let ks = keyed(&db);
+    for i in 0..50u32 {
+        ks.put(&i.to_be_bytes(), &[(i % 10) as u8, 1]).expect("put");
     }
-    h.state().crash(CrashMode::LoseUnsyncedData);
-    h.state().clear();
-    let db = h.open().expect("reopen");
-    let ks = db.keyspace("k").expect("keyspace");
+    db.flush().expect("flush");
+    ks.put(b"late", &[9, 9]).expect("put");
+    ks.delete_where(&[0], &[5]).expect("delete_where");
+    ks.put(b"after", &[1, 1]).expect("put");
+    let (db, ks) = after_power_loss(&h, db, ks);
     let keys: Vec<Vec<u8>> = ks.scan(..).expect("scan").map(|kv| kv.expect("entry").0).collect();
     let mut want: Vec<Vec<u8>> = (0..50u32)
         .filter(|i| i % 10 >= 5)
@@ -181,23 +192,13 @@ fn seqnos_a_file_names_are_not_reused_after_power_loss() {
     // writes visible (the old rule failed 3 of 4 runs of these 24 seeds).
     for seed in 0..24u64 {
         let h = Harness::new(seed, SyncPolicy::None);
-        {
-            let db = h.open().expect("open");
-            let ks = db.create_keyspace("k").expect("keyspace");
-            ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
-                .expect("delete key");
-            // Small memtables: flushes run while later writes sit in the unsynced tail.
-            for i in 0..3000u32 {
-                ks.put(&i.to_be_bytes(), &[(i % 10) as u8; 24]).expect("put");
-            }
-            h.state().power_off();
-            drop(ks);
-            let _ = db.close();
+        let db = h.open().expect("open");
+        let ks = keyed(&db);
+        // Small memtables: flushes run while later writes sit in the unsynced tail.
+        for i in 0..3000u32 {
+            ks.put(&i.to_be_bytes(), &[(i % 10) as u8; 24]).expect("put");
         }
-        h.state().crash(CrashMode::LoseUnsyncedData);
-        h.state().clear();
-        let db = h.open().expect("reopen");
-        let ks = db.keyspace("k").expect("keyspace");
+        let (db, ks) = after_power_loss(&h, db, ks);
         ks.delete_where(&[0], &[10]).expect("delete_where");
         db.flush().expect("flush");
         ks.compact_range(..).expect("compact");

@@ -427,22 +427,13 @@ pub struct PartitionSnapshot {
 }
 
 impl PartitionSnapshot {
-    /// Number of partitions.
-    pub fn count(&self) -> usize {
-        self.snaps.len()
-    }
-
     /// The snapshot of partition `i` (`InvalidArgument` when `i` is out of range).
     pub fn partition(&self, i: usize) -> Result<&Snapshot> {
         self.snaps.get(i).ok_or_else(|| out_of_range(i, self.snaps.len()))
     }
 
-    /// A keyspace of another set of partitions cannot be read with these snapshots.
-    fn check_count(&self, ks: &PartitionedKeyspace) -> Result<()> {
-        self.check_parts(ks.parts.len())
-    }
-
-    /// `parts` partitions are read with a snapshot of as many.
+    /// `parts` partitions are read with a snapshot of as many: a keyspace of another
+    /// set of partitions cannot be read with these snapshots.
     pub(crate) fn check_parts(&self, parts: usize) -> Result<()> {
         if parts != self.snaps.len() {
             return Err(Error::InvalidArgument(format!(
@@ -455,14 +446,14 @@ impl PartitionSnapshot {
 
     /// Reads `key` of `ks` as of the snapshot.
     pub fn get(&self, ks: &PartitionedKeyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_count(ks)?;
+        self.check_parts(ks.parts.len())?;
         let i = ks.partition_of(key);
         self.snaps[i].get(&ks.parts[i], key)
     }
 
     /// Scans `ks` as of the snapshot, merged over partitions, ascending.
     pub fn scan(&self, ks: &PartitionedKeyspace, range: impl KeyRange) -> Result<MergedScan<Scan>> {
-        self.check_count(ks)?;
+        self.check_parts(ks.parts.len())?;
         let (lo, hi) = range.into_bounds();
         let scans = (0..ks.parts.len())
             .map(|i| self.snaps[i].scan(&ks.parts[i], (lo.clone(), hi.clone())))

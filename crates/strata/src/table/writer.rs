@@ -269,11 +269,7 @@ impl TableWriter {
     /// (nulls aside) is an [`Error::Constraint`]; a writer without rows is refused.
     /// Refused or failed, or dropped unfinished, it leaves the directory empty, as it
     /// found it, for another writer.
-    pub fn finish(self) -> Result<TableFiles> {
-        self.write_files()
-    }
-
-    fn write_files(mut self) -> Result<TableFiles> {
+    pub fn finish(mut self) -> Result<TableFiles> {
         if self.rows == 0 {
             return Err(Error::InvalidArgument(format!(
                 "{}: no rows to write",
