@@ -169,8 +169,13 @@ pub enum Command {
     },
     /// Flush the memtable to level-0 SSTables
     Flush,
-    /// List the keyspaces
-    Keyspaces,
+    /// List the key-value keyspaces (tables are listed by `tables`)
+    Keyspaces {
+        /// Also list the keyspaces that hold tables and their indexes (`table:NAME`,
+        /// `table:NAME:INDEX`)
+        #[arg(long)]
+        all: bool,
+    },
     /// Create a keyspace (creates the database if the directory holds none)
     CreateKeyspace {
         /// Name of the new keyspace
@@ -195,7 +200,7 @@ pub enum Command {
     DumpSst {
         /// The .sst file
         file: PathBuf,
-        /// Also print every entry
+        /// Also print every entry (keys and values as hex with --hex)
         #[arg(long)]
         entries: bool,
     },

@@ -137,9 +137,10 @@ pub fn run(cli: Cli) -> Result<()> {
             db.flush()?;
             db.close()?;
         }
-        Command::Keyspaces => {
+        Command::Keyspaces { all } => {
             let db = open_to_read(db_dir)?;
-            for name in db.list_keyspaces() {
+            let names = db.list_keyspaces().into_iter();
+            for name in names.filter(|n| all || !n.starts_with(strata::db::RESERVED_PREFIX)) {
                 writeln!(out, "{}", escape(name.as_bytes()))?;
             }
             db.close()?;
@@ -155,7 +156,11 @@ pub fn run(cli: Cli) -> Result<()> {
             db.close()?;
         }
         Command::DumpSst { file, entries } => {
-            let text = strata::sstable::dump(&strata::fs::RealFs, &file, entries)?;
+            let show = strata::sstable::DumpOptions {
+                entries,
+                hex: enc == Encoding::Hex,
+            };
+            let text = strata::sstable::dump(&strata::fs::RealFs, &file, show)?;
             write!(out, "{text}")?;
         }
         Command::Table(cmd) => crate::table_cmds::run(db_dir, cmd, &mut out)?,

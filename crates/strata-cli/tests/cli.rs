@@ -252,6 +252,13 @@ fn dump_sst_shows_fence_pointers_and_bloom() {
         "{}",
         r.stdout
     );
+    let r = run_raw(&["dump-sst", f.to_str().unwrap(), "--entries", "--hex"], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("0x62616e616e61@") && r.stdout.contains("=> 0x79656c6c6f77"),
+        "banana => yellow not in hex:\n{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -438,7 +445,11 @@ fn reading_commands_change_nothing() {
     assert_eq!(ok(&db, &["get", "b"]), "2\n");
     assert_eq!(ok(&db, &["scan"]), "a\t1\nb\t2\n");
     ok(&db, &["stats"]);
-    assert!(ok(&db, &["keyspaces"]).contains("default"));
+    assert_eq!(ok(&db, &["keyspaces"]), "default\n", "a table's keyspaces listed");
+    assert_eq!(
+        ok(&db, &["keyspaces", "--all"]),
+        "default\ntable:users\ntable:users:by_age\n"
+    );
     assert_eq!(ok(&db, &["tables"]), "users\n");
     assert!(ok(&db, &["row-get", "users", "1"]).contains("30"));
     assert!(ok(&db, &["select", "users", "--index", "by_age"]).contains("30"));

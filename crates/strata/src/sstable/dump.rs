@@ -34,27 +34,45 @@ pub(crate) fn escape(bytes: &[u8]) -> String {
     s
 }
 
-/// An internal key as `"user_key"@seq:Kind` (raw bytes if it does not parse).
-pub(crate) fn show_key(ikey: &[u8]) -> String {
-    match parse_internal_key(ikey) {
-        Some(p) => format!("{}@{}:{:?}", escape(p.user_key), p.seq, p.kind),
-        None => format!("<malformed {}>", escape(ikey)),
-    }
+/// What [`dump`] shows besides the table's layout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// Also list every entry.
+    pub entries: bool,
+    /// Show keys and values as `0x`-prefixed hex instead of escaped text.
+    pub hex: bool,
 }
 
-fn show_value(v: &[u8]) -> String {
-    if v.len() <= MAX_VALUE_SHOWN {
-        escape(v)
-    } else {
-        format!("{}... ({} bytes)", escape(&v[..MAX_VALUE_SHOWN]), v.len())
+impl DumpOptions {
+    fn bytes(&self, b: &[u8]) -> String {
+        if self.hex {
+            format!("0x{}", hex::encode(b))
+        } else {
+            escape(b)
+        }
+    }
+
+    /// An internal key as `"user_key"@seq:Kind` (raw bytes if it does not parse).
+    fn key(&self, ikey: &[u8]) -> String {
+        match parse_internal_key(ikey) {
+            Some(p) => format!("{}@{}:{:?}", self.bytes(p.user_key), p.seq, p.kind),
+            None => format!("<malformed {}>", self.bytes(ikey)),
+        }
+    }
+
+    fn value(&self, v: &[u8]) -> String {
+        match v.get(..MAX_VALUE_SHOWN) {
+            Some(head) if head.len() < v.len() => format!("{}... ({} bytes)", self.bytes(head), v.len()),
+            _ => self.bytes(v),
+        }
     }
 }
 
 /// Summarizes the table at `path`: footer, properties, bloom filter, range tombstones,
 /// each data block's fence pointer with its first and last key, and, with
-/// `show_entries`, every entry. Damaged data blocks are reported inline; a table that
-/// fails to open is an error.
-pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<String> {
+/// [`DumpOptions::entries`], every entry. Damaged data blocks are reported inline; a
+/// table that fails to open is an error.
+pub fn dump(fs: &dyn FileSystem, path: &Path, show: DumpOptions) -> Result<String> {
     let number = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -85,8 +103,8 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
     let _ = writeln!(
         w,
         "  user keys {} ..= {}",
-        escape(&p.smallest_user_key),
-        escape(&p.largest_user_key)
+        show.bytes(&p.smallest_user_key),
+        show.bytes(&p.largest_user_key)
     );
     let _ = writeln!(w, "  seqnos {} ..= {}", p.min_seq, p.max_seq);
     let oldest = p.oldest_tombstone_time.map_or("none".to_string(), |t| t.to_string());
@@ -119,7 +137,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
     }
     let _ = writeln!(w, "range tombstones ({}):", table.range_tombstones().len());
     for t in table.range_tombstones() {
-        let _ = writeln!(w, "  [{}, {}) @{}", escape(&t.start), escape(&t.end), t.seq);
+        let _ = writeln!(w, "  [{}, {}) @{}", show.bytes(&t.start), show.bytes(&t.end), t.seq);
     }
     let fences = table.fence_pointers();
     let _ = writeln!(
@@ -136,11 +154,11 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
             "  #{i} offset {} size {} fence {}",
             h.offset,
             h.size,
-            show_key(&fp.key)
+            show.key(&fp.key)
         );
         let first = table.block_iter(h).and_then(|mut it| {
             it.seek_to_first()?;
-            Ok(it.valid().then(|| show_key(it.key())))
+            Ok(it.valid().then(|| show.key(it.key())))
         });
         let _ = match first {
             Ok(Some(k)) => writeln!(w, " first {k}"),
@@ -148,12 +166,12 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, show_entries: bool) -> Result<Stri
             Err(e) => writeln!(w, " ERROR: {e}"),
         };
     }
-    if show_entries {
+    if show.entries {
         let _ = writeln!(w, "entries:");
         let mut it = table.iter();
         let mut r = it.seek_to_first();
         while r.is_ok() && it.valid() {
-            let _ = writeln!(w, "  {} => {}", show_key(it.key()), show_value(it.value()));
+            let _ = writeln!(w, "  {} => {}", show.key(it.key()), show.value(it.value()));
             r = it.next();
         }
         if let Err(e) = r {

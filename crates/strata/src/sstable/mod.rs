@@ -67,7 +67,7 @@ pub use block::{Block, BlockIter, Walked};
 pub use bloom::FilterKey;
 pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use cache::{BlockCache, SstCache};
-pub use dump::dump;
+pub use dump::{DumpOptions, dump};
 pub use external::{ExternalFileInfo, ExternalSstWriter, FileDigest};
 pub use format::Compression;
 pub use index::FencePointer;

@@ -609,7 +609,7 @@ fn dump_shows_layout_and_entries() {
     let dir = tempfile::tempdir().expect("tempdir");
     let es = model(100, 4);
     let (path, _, props) = write(dir.path(), 7, &es, &tombstones(), small_blocks(Compression::None));
-    let short = dump(&RealFs, &path, false).expect("dump");
+    let short = dump(&RealFs, &path, DumpOptions::default()).expect("dump");
     for needle in [
         "magic 0x5354524154415354",
         "bloom:",
@@ -621,9 +621,19 @@ fn dump_shows_layout_and_entries() {
     }
     assert!(short.contains(&format!("data blocks ({}; index ", props.data_blocks)));
     assert!(!short.contains("entries:\n"));
-    let long = dump(&RealFs, &path, true).expect("dump entries");
+    let entries = DumpOptions {
+        entries: true,
+        hex: false,
+    };
+    let long = dump(&RealFs, &path, entries).expect("dump entries");
     assert_eq!(long.lines().count(), short.lines().count() + 1 + es.len());
-    assert!(dump(&RealFs, &dir.path().join("missing.sst"), false).is_err());
+    // With hex every key and value is hex: the same lines, no escapes or quotes.
+    let hex = dump(&RealFs, &path, DumpOptions { hex: true, ..entries }).expect("dump hex");
+    assert_eq!(hex.lines().count(), long.lines().count());
+    assert!(hex.contains("[0x6b3030303130, 0x6b3030303230) @5000"), "{hex}");
+    assert!(!hex.contains("\\x") && !hex.contains("=> \""), "{hex}");
+    let missing = dir.path().join("missing.sst");
+    assert!(dump(&RealFs, &missing, DumpOptions::default()).is_err());
 }
 
 #[test]
