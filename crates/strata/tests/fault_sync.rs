@@ -12,7 +12,7 @@ use fault_harness::{
 use strata::delete_key::{DeleteKey, TileChoice};
 use strata::table::schema::{IndexDef, Schema};
 use strata::table::value::Value;
-use strata::{Db, Keyspace, SyncPolicy};
+use strata::{Db, Error, Keyspace, PartitionedDb, SyncPolicy};
 
 #[test]
 fn failing_fsync() {
@@ -96,6 +96,41 @@ fn failed_manifest_sync_of_a_catalog_change_then_acknowledged_writes() {
         }
         db.close().expect("close");
     }
+}
+
+/// A partitioned `create_table` whose manifest sync fails in partition 1 drops the table
+/// again from partition 0: the name is free in every partition, then and after a reopen.
+#[test]
+fn a_partitioned_create_table_failing_in_one_partition_is_undone() {
+    let h = Harness::new(11, SyncPolicy::EveryBatch);
+    let pdb = PartitionedDb::open(h.dir.path(), 3, h.options()).expect("open");
+    let schema = Schema::parse("table t (id u64, a u64) primary key (id) index by_a (a)").expect("schema");
+    h.state().arm(
+        FaultSpec::new(Target::Kind(FileKind::Manifest), Op::Sync, Fault::Error)
+            .after(1)
+            .times(1),
+    );
+    let created = no_panic("create_table", || pdb.create_table(schema.clone()));
+    h.state().clear();
+    assert!(
+        created.is_err(),
+        "the manifest sync failed, so the create cannot succeed"
+    );
+    let log = h.state().log();
+    assert!(
+        log.len() == 1 && log[0].contains("p001"),
+        "the fault was meant for partition 1's create: {log:?}"
+    );
+    let p0 = pdb.partition(0).expect("partition 0");
+    assert!(
+        matches!(p0.table("t"), Err(Error::NotFound(_))),
+        "partition 0 keeps the table of the failed create"
+    );
+    let _ = pdb.close();
+    let pdb = PartitionedDb::open(h.dir.path(), 3, h.options()).expect("reopen");
+    let t = pdb.create_table(schema).expect("the name is free in every partition");
+    t.insert(vec![Value::U64(1), Value::U64(2)]).expect("insert");
+    pdb.close().expect("close");
 }
 
 /// Without per-commit syncs, an index build syncs the WAL before it records the seqno

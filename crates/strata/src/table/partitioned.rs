@@ -182,7 +182,8 @@ impl PartitionedDb {
     }
 
     /// Creates `schema`'s table in every partition served. A unique secondary index is
-    /// refused (see the module docs); so is a name taken in any partition. A create
+    /// refused (see the module docs); so is a name taken in any partition. A create that
+    /// fails in one partition drops the table again from the partitions before it. One
     /// interrupted part-way (a crash) leaves the table in some partitions only, which
     /// [`open`](Self::open) then refuses; drop it from those through
     /// [`Partitions`](crate::partition::Partitions) and create it again.
@@ -198,7 +199,17 @@ impl PartitionedDb {
         let router = Router::with_hash(&schema, self.count(), self.hash)?;
         let mut tables = Vec::with_capacity(self.count());
         for db in &self.dbs {
-            tables.push(db.as_ref().map(|db| db.create_table(schema.clone())).transpose()?);
+            match db.as_ref().map(|db| db.create_table(schema.clone())).transpose() {
+                Ok(t) => tables.push(t),
+                Err(e) => {
+                    // Best effort: a partition that cannot drop it either is left as a
+                    // crash would leave it (see above); the first error is the one to report.
+                    for db in self.dbs.iter().take(tables.len()).flatten() {
+                        let _ = db.drop_table(&schema.name);
+                    }
+                    return Err(e);
+                }
+            }
         }
         PartitionedTable::new(router, tables)
     }
