@@ -122,10 +122,17 @@ fn data_handles(payload: &[u8]) -> Vec<(u64, u64)> {
 /// Rewrites the trailer checksum of the block at `(offset, size)` if it lies inside
 /// (before the footer).
 pub fn fix_block(data: &mut [u8], offset: u64, size: u64) {
-    let Some(end) = offset.checked_add(size).and_then(|e| e.checked_add(5)) else {
+    let end = (data.len() as u64).saturating_sub(80);
+    fix_trailer(data, offset, size, end);
+}
+
+/// Rewrites the trailer checksum of the block at `(offset, size)` if the block and its
+/// trailer end at or before `end` (and inside `data`).
+pub fn fix_trailer(data: &mut [u8], offset: u64, size: u64, end: u64) {
+    let Some(block_end) = offset.checked_add(size).and_then(|e| e.checked_add(5)) else {
         return;
     };
-    if end > (data.len() as u64).saturating_sub(80) {
+    if block_end > end.min(data.len() as u64) {
         return;
     }
     let (s, body_end) = (offset as usize, (offset + size) as usize);
