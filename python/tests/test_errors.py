@@ -194,6 +194,10 @@ def test_closed_error(path: str) -> None:
 
 
 def test_lock_held_by_another_handle(path: str) -> None:
-    with strata.open(path):
-        with pytest.raises(strata.Error):
+    # A busy database, as sqlite3 and RocksDB report one: an I/O error naming the LOCK.
+    with strata.open(path) as db:
+        db.put(b"k", b"v")
+        with pytest.raises(strata.IoError, match="already open") as e:
             strata.open(path)
+        assert e.value.file == os.path.join(path, "LOCK")
+        assert db.get(b"k") == b"v"

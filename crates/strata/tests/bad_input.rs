@@ -296,10 +296,15 @@ fn opening_the_same_directory_twice_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = open(dir.path());
     db.put(b"k", b"1").expect("put");
-    assert!(
-        Db::open(dir.path(), Options::default()).is_err(),
-        "a second handle opened a locked database"
-    );
+    // Refused as a busy database (an I/O error naming the LOCK), as RocksDB does.
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::Io { path: Some(p), source }) => {
+            assert_eq!(p, dir.path().join("LOCK"));
+            assert_eq!(source.kind(), std::io::ErrorKind::WouldBlock);
+            assert!(source.to_string().contains("already open"), "{source}");
+        }
+        other => panic!("a second handle opened a locked database: {:?}", other.map(|_| ())),
+    }
     // The first handle is unharmed.
     db.put(b"k2", b"2").expect("put after the refused open");
     assert_eq!(db.get(b"k").expect("get"), Some(b"1".to_vec()));

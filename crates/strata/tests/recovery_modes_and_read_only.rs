@@ -227,7 +227,14 @@ fn read_only_and_writable_opens_exclude_each_other() {
         ..options()
     };
     let writer = Db::open(dir.path(), options()).expect("writer");
-    assert!(Db::open(dir.path(), ro.clone()).is_err(), "reader beside a writer");
+    let Err(e) = Db::open(dir.path(), ro.clone()) else {
+        panic!("reader beside a writer");
+    };
+    assert!(
+        matches!(&e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock),
+        "{e}"
+    );
+    assert!(e.to_string().contains("open for writing"), "{e}");
     drop(writer);
     let reader = Db::open(dir.path(), ro.clone()).expect("reader");
     let reader2 = Db::open(dir.path(), ro).expect("two readers");

@@ -110,11 +110,8 @@ pub(crate) fn open_inner(path: &Path, mut opts: crate::Options, ext: Arc<dyn Ext
             .write(true)
             .open(&lock_path)
             .map_err(|e| Error::io(&lock_path, e))?;
-        if lock.try_lock().is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "database {} is already open (LOCK is held by another process or handle)",
-                dir.display()
-            )));
+        if let Err(e) = lock.try_lock() {
+            return Err(lock_refused(&lock_path, e, "already open"));
         }
         Some(lock)
     };
@@ -391,13 +388,23 @@ fn lock_shared(lock_path: &Path) -> Result<Option<std::fs::File>> {
     let Ok(lock) = std::fs::File::open(lock_path) else {
         return Ok(None);
     };
-    if lock.try_lock_shared().is_err() {
-        return Err(Error::InvalidArgument(format!(
-            "database {} is open for writing (LOCK is held by another process or handle)",
-            lock_path.parent().unwrap_or(lock_path).display()
-        )));
+    if let Err(e) = lock.try_lock_shared() {
+        return Err(lock_refused(lock_path, e, "open for writing"));
     }
     Ok(Some(lock))
+}
+
+/// A LOCK that could not be taken: held elsewhere (`WouldBlock`, as RocksDB and SQLite
+/// report a busy database: an I/O error, not the caller's mistake), or failing itself.
+fn lock_refused(lock_path: &Path, e: std::fs::TryLockError, held: &str) -> Error {
+    let source = match e {
+        std::fs::TryLockError::WouldBlock => std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            format!("the database is {held} (LOCK is held by another process or handle)"),
+        ),
+        std::fs::TryLockError::Error(e) => e,
+    };
+    Error::io(lock_path, source)
 }
 
 /// Removes what a creation that stopped before `CURRENT` left (checked again under the

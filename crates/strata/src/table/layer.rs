@@ -24,6 +24,9 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`,
     /// recovering from the manifest and replaying the WAL, with its tables.
     ///
+    /// One handle writes a directory at a time (its `LOCK`): opening one another handle
+    /// holds is an [`Error::Io`] of kind `WouldBlock` naming the `LOCK`.
+    ///
     /// ```
     /// use strata::{Db, Options};
     /// let dir = tempfile::tempdir().unwrap();

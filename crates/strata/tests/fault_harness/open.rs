@@ -15,7 +15,9 @@ pub fn open_when_unlocked(dir: &Path, opts: Options) -> Result<Db> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match Db::open(dir, opts.clone()) {
-            Err(Error::InvalidArgument(m)) if m.contains("already open") && Instant::now() < deadline => {
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             r => return r,
