@@ -419,3 +419,39 @@ fn a_bad_schema_made_in_code_is_refused_and_the_database_still_opens() {
     db.close().expect("close");
     open(dir.path()).close().expect("reopen");
 }
+
+/// Two point operations on one key at one shared seqno would make one internal key, of
+/// which the memtable keeps the first (and a `Put` before a `Delete` whatever their
+/// order): refused, writing nothing and taking no seqno. One key in two keyspaces, or
+/// at two seqnos, is fine.
+#[test]
+fn one_key_twice_at_a_shared_seqno_is_refused() {
+    let (_dir, db, ks) = with_keyspace("x");
+    let other = db.create_keyspace("y").expect("keyspace");
+    let seq = db.last_seq();
+    for second in ["put", "delete"] {
+        let mut b = WriteBatch::new();
+        b.put(&ks, b"j", b"1");
+        b.put(&ks, b"k", b"1");
+        b.share_seq();
+        match second {
+            "put" => b.put(&ks, b"k", b"2"),
+            _ => b.delete(&ks, b"k"),
+        }
+        match db.write(b) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("share a seqno"), "{m}"),
+            r => panic!("a {second} of k at k's put's seqno was taken: {r:?}"),
+        }
+        assert_eq!(db.last_seq(), seq, "a refused write took a seqno");
+        assert_eq!(ks.get(b"j").expect("get"), None, "part of a refused batch was written");
+        assert_eq!(ks.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+    let mut b = WriteBatch::new();
+    b.put(&ks, b"k", b"2");
+    b.share_seq();
+    b.put(&other, b"k", b"3");
+    b.delete(&ks, b"k");
+    db.write(b).expect("one key in two keyspaces, then at the next seqno");
+    assert_eq!(ks.get(b"k").expect("get"), None);
+    assert_eq!(other.get(b"k").expect("get").as_deref(), Some(&b"3"[..]));
+}

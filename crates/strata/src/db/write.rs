@@ -82,13 +82,17 @@ impl DbInner {
         self.write(batch)
     }
 
-    /// Checks that the batch's keyspaces exist and its secondary range deletes fit
-    /// them; returns whether it holds any such delete.
+    /// Checks that the batch's keyspaces exist, its secondary range deletes fit them,
+    /// and no two operations sharing a seqno name one key; returns whether it holds any
+    /// secondary range delete.
     fn check_batch_keyspaces(&self, batch: &WriteBatch) -> Result<bool> {
         let v = self.current().version.clone();
         let mut last = u32::MAX;
         // A record is named by its keyspace and seqno (`delete_key::record_name`).
         let mut records: Vec<(u32, SeqNo)> = Vec::new();
+        // Point keys of the seqno being read, when the batch shares any.
+        let sharing = batch.seq_count() < batch.len() as u64;
+        let mut group: (SeqNo, Vec<(u32, &[u8])>) = (0, Vec::new());
         for op in batch.ops_with_seq(1) {
             let (seq, op) = op.map_err(Error::InvalidArgument)?;
             let ks = op.keyspace();
@@ -96,6 +100,13 @@ impl DbInner {
                 return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
             }
             last = ks;
+            if sharing && let Some(key) = op.point_key() {
+                if seq != group.0 {
+                    check_distinct_keys(&mut group.1)?;
+                    group.0 = seq;
+                }
+                group.1.push((ks, key));
+            }
             if let BatchOp::DeleteWhere { lo, hi, .. } = op {
                 let Some(c) = crate::delete_key::config_of(&v.meta, ks)? else {
                     return Err(Error::InvalidArgument(format!(
@@ -120,6 +131,7 @@ impl DbInner {
                 Counters::add(&self.counters.delete_wheres, 1);
             }
         }
+        check_distinct_keys(&mut group.1)?;
         Ok(!records.is_empty())
     }
 
@@ -540,6 +552,24 @@ fn failed(bg: &mut BgState, e: &Error) {
     if bg.error.is_none() {
         bg.error = Some(format!("WAL write failed: {e}"));
     }
+}
+
+/// Refuses two point operations on one key at one seqno (`share_seq`): they make one
+/// internal key, and the memtable keeps only the first (a `Put` sorts before a `Delete`
+/// whatever the batch's order), so the batch would not read as written. Empties `keys`.
+fn check_distinct_keys(keys: &mut Vec<(u32, &[u8])>) -> Result<()> {
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::InvalidArgument(format!(
+            "two operations on one key of keyspace id {} share a seqno (share_seq): {} bytes \
+             starting {:?}",
+            w[0].0,
+            w[0].1.len(),
+            String::from_utf8_lossy(&w[0].1[..w[0].1.len().min(32)])
+        )));
+    }
+    keys.clear();
+    Ok(())
 }
 
 #[cfg(test)]
