@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 
@@ -95,7 +96,18 @@ def threads_example(path: str) -> None:
         assert sum(1 for _ in db) == 400
 
 
+def bulk_load_example(root: str) -> None:
+    schema = "table users (id u64, age i64) primary key (id) index by_age (age)"
+    with strata.TableWriter(schema, os.path.join(root, "load")) as w:  # a new or empty directory
+        w.add_many((i, 20 + i % 50) for i in range(1000))  # sorted by primary key, else InvalidArgument
+        files = w.finish()  # {"directory", "rows", "bytes", "files": [...]}
+    with strata.open(os.path.join(root, "db")) as db:
+        report = db.create_table(schema).ingest(files["directory"])  # move=True: link, then remove
+        assert files["rows"] == 1000 and report["bytes"] == files["bytes"]
+        assert db.table("users").get(999) == {"id": 999, "age": 20 + 999 % 50}
+
+
 if __name__ == "__main__":
-    for example in (kv_example, table_example, multimap_example, threads_example):
+    for example in (kv_example, table_example, multimap_example, threads_example, bulk_load_example):
         example(tempfile.mkdtemp())
     print("examples ok")
