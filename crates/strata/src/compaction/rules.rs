@@ -37,7 +37,7 @@
 //! seqnos, so every decision compares seqnos.
 
 use crate::key::{ParsedKey, SeqNo, ValueKind};
-use crate::range_tombstone::RangeTombstone;
+use crate::range_tombstone::{RangeDelIndex, RangeTombstone};
 
 /// What to do with one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct DropRules {
     bottommost: bool,
     keep_shadowed_tombstones: bool,
     range_dels: Vec<RangeTombstone>,
+    /// `range_dels` of each stripe, fragmented: rule 2 is a binary search per entry,
+    /// where testing every tombstone made a merge entries x tombstones.
+    range_dels_by_stripe: Vec<RangeDelIndex>,
     cur_key: Vec<u8>,
     has_key: bool,
     last_stripe: Option<usize>,
@@ -77,11 +80,20 @@ impl DropRules {
         keep_shadowed_tombstones: bool,
         range_dels: Vec<RangeTombstone>,
     ) -> Self {
+        let mut by_stripe = vec![Vec::new(); if range_dels.is_empty() { 0 } else { snapshots.len() + 1 }];
+        for t in &range_dels {
+            by_stripe[snapshots.partition_point(|s| *s < t.seq)].push(t.clone());
+        }
+        let range_dels_by_stripe = by_stripe
+            .into_iter()
+            .map(|ts| RangeDelIndex::new(ts, SeqNo::MAX))
+            .collect();
         DropRules {
             snapshots,
             bottommost,
             keep_shadowed_tombstones,
             range_dels,
+            range_dels_by_stripe,
             cur_key: Vec::new(),
             has_key: false,
             last_stripe: None,
@@ -95,10 +107,11 @@ impl DropRules {
         self.snapshots.partition_point(|s| *s < seq)
     }
 
+    /// A tombstone of the entry's stripe covers it with a higher seqno (rule 2).
     fn range_deleted(&self, key: &[u8], seq: SeqNo, stripe: usize) -> bool {
-        self.range_dels
-            .iter()
-            .any(|t| t.seq > seq && t.contains(key) && self.stripe(t.seq) == stripe)
+        self.range_dels_by_stripe
+            .get(stripe)
+            .is_some_and(|ix| ix.deletes(key, seq))
     }
 
     /// Decides the fate of the next entry (entries must come in internal-key order).
@@ -367,5 +380,29 @@ mod tests {
             }],
         );
         assert!(r.surviving_range_dels().is_empty());
+    }
+
+    proptest::proptest! {
+        /// Rule 2 through the fragments answers as the definition does: some tombstone
+        /// of the entry's stripe covers its key with a higher seqno.
+        #[test]
+        fn range_deleted_matches_the_definition(
+            ts in proptest::collection::vec((0u8..10, 0u8..10, 1u64..40), 0..16),
+            mut snapshots in proptest::collection::vec(1u64..40, 0..4),
+            probes in proptest::collection::vec((0u8..11, 0u64..41), 1..32),
+        ) {
+            snapshots.sort_unstable();
+            let ts: Vec<RangeTombstone> =
+                ts.into_iter().map(|(a, b, seq)| RangeTombstone { start: vec![a], end: vec![b], seq }).collect();
+            // A stripe: how many snapshots lie below the seqno (module docs).
+            let stripe_of = |seq: u64| snapshots.iter().filter(|s| **s < seq).count();
+            let r = DropRules::new(snapshots.clone(), false, false, ts.clone());
+            for (key, seq) in probes {
+                let stripe = stripe_of(seq);
+                proptest::prop_assert_eq!(r.stripe(seq), stripe);
+                let want = ts.iter().any(|t| t.seq > seq && t.contains(&[key]) && stripe_of(t.seq) == stripe);
+                proptest::prop_assert_eq!(r.range_deleted(&[key], seq, stripe), want, "key {} seq {}", key, seq);
+            }
+        }
     }
 }
