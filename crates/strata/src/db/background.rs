@@ -738,6 +738,48 @@ mod tests {
         });
     }
 
+    /// A keyspace dropped while a flush writes its delete-where record: the flush's edit
+    /// leaves the record out (the drop removed only those already in the manifest), so
+    /// no record of a keyspace that is gone stays in the manifest.
+    #[test]
+    fn a_flush_leaves_out_records_of_a_keyspace_dropped_meanwhile() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let ks = db.create_keyspace("k").expect("ks");
+        ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
+            .expect("set dk");
+        ks.put(b"row", &[5, 50]).expect("put");
+        ks.delete_where(&[0], &[10]).expect("delete_where");
+        let id = ks.id();
+        let (reached_tx, reached) = channel();
+        let (go_tx, go) = channel::<()>();
+        FLUSH_GATE.set(dir.path(), move || {
+            let _ = reached_tx.send(());
+            let _ = go.recv_timeout(Duration::from_secs(30));
+        });
+        std::thread::scope(|s| {
+            let flush = s.spawn(|| db.flush());
+            reached
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the flush reached the gate");
+            db.drop_keyspace("k").expect("drop");
+            go_tx.send(()).expect("go");
+            flush.join().expect("flush thread").expect("flush");
+        });
+        let prefix = format!("strata.delete_where.{id}.");
+        let left: Vec<String> = db
+            .inner
+            .current()
+            .version
+            .meta
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
+        assert!(left.is_empty(), "records of a dropped keyspace: {left:?}");
+        db.close().expect("close");
+    }
+
     /// A close while a manual compaction runs waits for it (invariant of
     /// `DbInner::begin_job`): before, the close returned and released the directory
     /// while the compaction went on to write its files, edit the manifest and delete

@@ -504,7 +504,8 @@ impl DbInner {
     }
 
     /// Makes `edit` durable and installs it. New files of keyspaces dropped meanwhile
-    /// (deferred deletes of a concurrently dropped index) are left out and deleted.
+    /// (deferred deletes of a concurrently dropped index) are left out and deleted, and
+    /// their new delete-where records left out.
     pub fn install_edit(&self, mut edit: crate::version::VersionEdit, flushed: Option<&Arc<MemTable>>) -> Result<()> {
         let mut vs = self.versions.lock();
         let cur = vs.current();
@@ -513,6 +514,13 @@ impl DbInner {
             .into_iter()
             .partition(|f| cur.keyspace(f.keyspace).is_some() || edit.new_keyspaces.iter().any(|k| k.0 == f.keyspace));
         edit.new_files = keep;
+        // Likewise the delete-where records a flush took from the memtable: the drop
+        // removed only those already in the manifest.
+        let new_keyspaces = &edit.new_keyspaces;
+        edit.meta.retain(|(name, _)| {
+            crate::delete_key::parse_record_name(name)
+                .is_none_or(|(ks, _)| cur.keyspace(ks).is_some() || new_keyspaces.iter().any(|k| k.0 == ks))
+        });
         if !edit.new_files.is_empty() {
             // The new files' names must be durable before the manifest names them.
             self.opts.fs.sync_dir(&self.dir)?;
