@@ -270,3 +270,31 @@ fn compaction_emits_nothing_for_versions_the_purge_thread_cleaned() {
     assert_eq!(dirty(&t), d, "an entry of a purged version showed through");
     check_ok(&db, true);
 }
+
+/// A job held back by a snapshot between a row's old version and its write is retried
+/// once that snapshot goes, whatever older snapshots stay: one taken before the rows
+/// existed cannot see them, so it never held the purge (it used to hold the job until
+/// it was given up and counted dropped).
+#[test]
+fn a_snapshot_older_than_the_old_rows_does_not_hold_back_their_purge() {
+    let dir = table_harness::tempdir();
+    let db = Db::open(dir.path(), options()).expect("open");
+    let t = table(&db);
+    let before_rows = db.snapshot();
+    load(&db, &t, 20);
+    assert_eq!(collect(t.select("by_a")).expect("select").len(), 20);
+    let between = db.snapshot();
+    replace_rows(&t, 0..10, |id| 500 + id, 1);
+    // Held back by `between`, which sees the old rows.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(t.stats().expect("stats").background_purges, 0, "purged under `between`");
+    drop(between);
+    wait_for_purges(&t, 10);
+    assert_eq!(t.stats().expect("stats").purges_dropped, 0);
+    assert_eq!(
+        collect(t.select("by_a").at(&before_rows)).expect("select"),
+        Vec::<Vec<_>>::new()
+    );
+    drop(before_rows);
+    check_ok(&db, true);
+}

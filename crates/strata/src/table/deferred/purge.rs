@@ -155,7 +155,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
     let Ok(tables) = Tables::of(db) else {
         return;
     };
-    let mut waiting: VecDeque<(PurgeJob, Instant)> = VecDeque::new();
+    let mut waiting: VecDeque<Held> = VecDeque::new();
     loop {
         if db.closed.load(Ordering::Acquire) {
             return;
@@ -186,12 +186,15 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             return;
         }
         let now = Instant::now();
-        // A held-back job is read again only once no snapshot older than its write is
-        // left (a cheap check, where reading its rows again is not).
-        let (mut round, held): (Vec<_>, Vec<_>) = {
+        // A held-back job is read again only once one of its rows may be free: no
+        // snapshot left between that row's old version and the write (a cheap check,
+        // where reading its rows again is not). Snapshots older than every old version
+        // do not hold it back.
+        let (held, ready): (Vec<_>, Vec<_>) = {
             let snaps = db.snapshots.lock();
-            waiting.drain(..).partition(|(j, _)| !snaps.any_in(..j.base))
+            waiting.drain(..).partition(|h| snaps.any_in(h.from..h.job.base))
         };
+        let mut round: Vec<(PurgeJob, Instant)> = ready.into_iter().map(|h| (h.job, h.since)).collect();
         round.extend(fresh.into_iter().map(|j| (j, now)));
         let mut retry = held;
         if !round.is_empty() {
@@ -200,20 +203,30 @@ pub(crate) fn run(db: &Arc<DbInner>) {
             tables.purge.finished(n - later.len());
             retry.extend(later);
         }
-        for (job, since) in retry {
-            if since.elapsed() < RETRY_FOR {
-                waiting.push_back((job, since));
+        for h in retry {
+            if h.since.elapsed() < RETRY_FOR {
+                waiting.push_back(h);
             } else {
-                add(&job.state.counters.purges_dropped, job.rows.len() as u64);
+                add(&h.job.state.counters.purges_dropped, h.job.rows.len() as u64);
                 tables.purge.finished(1);
             }
         }
     }
 }
 
-/// Purges what it can of `round` in one write; returns the jobs (with only their
-/// remaining rows) that must wait for a snapshot.
-fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant)>) -> Vec<(PurgeJob, Instant)> {
+/// A job held back by a snapshot, with only the rows that must wait.
+struct Held {
+    job: PurgeJob,
+    /// When it was first tried.
+    since: Instant,
+    /// The newest old version among its rows: that row is free once no snapshot is
+    /// left in `[from, base)`.
+    from: SeqNo,
+}
+
+/// Purges what it can of `round` in one write; returns the jobs that must wait for a
+/// snapshot.
+fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant)>) -> Vec<Held> {
     // Shared like a table statement: index drops wait until the deletes are written.
     let _ddl = tables.ddl.read();
     let catalog = tables.catalog();
@@ -227,11 +240,11 @@ fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant
             // Dropped (or dropped and created again): nothing of it to purge.
             _ => continue,
         };
-        let (purged, retry) = purge_job(db, rt, &job, &mut batch, &mut cleaned);
+        let (purged, retry, from) = purge_job(db, rt, &job, &mut batch, &mut cleaned);
         done.push((job.state.clone(), purged));
         if !retry.is_empty() {
             job.rows = retry;
-            later.push((job, since));
+            later.push(Held { job, since, from });
         }
     }
     if batch.is_empty() {
@@ -262,8 +275,8 @@ fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant
 type Cleaned = (u32, Vec<u8>, SeqNo);
 
 /// Adds the deferred deletes of one job's old versions to `batch`, and to `cleaned` the
-/// versions whose every secondary entry got one; returns how many versions it purged
-/// and the rows that must wait for a snapshot. A row whose old version cannot be read
+/// versions whose every secondary entry got one; returns how many versions it purged,
+/// the rows that must wait for a snapshot, and the newest old version among those. A row whose old version cannot be read
 /// or decoded is dropped (and counted); the foreground read of that key reports the
 /// error, and compaction purges what it can.
 fn purge_job(
@@ -272,12 +285,13 @@ fn purge_job(
     job: &PurgeJob,
     batch: &mut WriteBatch,
     cleaned: &mut Vec<Cleaned>,
-) -> (u64, Vec<PurgeRow>) {
+) -> (u64, Vec<PurgeRow>, SeqNo) {
     let layout = &rt.layout;
     // An index being built takes no purges, so its entries stay the compaction's.
     let whole = layout.indexes.iter().all(|i| !i.building);
     let (mut purged, mut dropped) = (0, 0);
     let mut retry = Vec::new();
+    let mut from = 0;
     for pk in &job.rows {
         let (old_seq, bytes) = match db.get_versioned(layout.primary, pk, job.base.saturating_sub(1)) {
             Ok(Some(old)) => old,
@@ -289,6 +303,7 @@ fn purge_job(
         };
         if db.snapshots.lock().any_in(old_seq..job.base) {
             retry.push(pk.clone());
+            from = from.max(old_seq);
             continue;
         }
         let Ok(old) = layout.decode(&bytes) else {
@@ -305,7 +320,7 @@ fn purge_job(
         purged += 1;
     }
     add(&job.state.counters.purges_dropped, dropped);
-    (purged, retry)
+    (purged, retry, from)
 }
 
 #[cfg(test)]
