@@ -83,7 +83,10 @@ pub fn run(a: &KvArgs) -> BenchResult<()> {
     let live = LiveKeys::new(cfg.num);
     let mut results: Vec<PhaseResult> = Vec::new();
     for round in 0..cfg.rounds {
-        for name in &a.engine {
+        // Reversed on odd rounds: the second engine of a round has run a few percent
+        // slower on this machine, whichever it was (linkbench.md).
+        let order: Vec<&String> = if round % 2 == 0 { a.engine.iter().collect() } else { a.engine.iter().rev().collect() };
+        for name in order {
             let dir = base.join(format!("{name}-{round}"));
             println!("== {name}, round {} of {}, in {}", round + 1, cfg.rounds, dir.display());
             let ctx = Ctx {
