@@ -85,7 +85,11 @@ pub fn run(a: &KvArgs) -> BenchResult<()> {
     for round in 0..cfg.rounds {
         // Reversed on odd rounds: the second engine of a round has run a few percent
         // slower on this machine, whichever it was (linkbench.md).
-        let order: Vec<&String> = if round % 2 == 0 { a.engine.iter().collect() } else { a.engine.iter().rev().collect() };
+        let order: Vec<&String> = if round % 2 == 0 {
+            a.engine.iter().collect()
+        } else {
+            a.engine.iter().rev().collect()
+        };
         for name in order {
             let dir = base.join(format!("{name}-{round}"));
             println!("== {name}, round {} of {}, in {}", round + 1, cfg.rounds, dir.display());
