@@ -6,9 +6,10 @@
 mod fault_harness;
 
 use fault_harness::{
-    Fault, FaultSpec, FileKind, Harness, Op, ReadPolicy, Target, is_fault_error, no_panic, sweep, sweep_open,
-    total_injected,
+    Fault, FaultSpec, FileKind, Harness, Op, ReadPolicy, Scenario, Target, Workload, fault_points, is_fault_error,
+    measure, no_panic, report, run, sweep, sweep_open, total_injected,
 };
+use strata::SyncPolicy;
 
 const SEEDS: u64 = 3;
 
@@ -42,31 +43,79 @@ fn short_writes() {
     sweep_appends("short write to", Fault::ShortWrite, false);
 }
 
-/// Operations that happen while the database runs.
+/// Operations that happen while the database runs. (`Flush` happens only where a write
+/// is not synced, so it has its own test below.)
 #[test]
 fn failing_file_operations() {
-    for op in [Op::Create, Op::Flush, Op::Open, Op::Remove, Op::List] {
-        let outs = sweep(&format!("EIO on {op:?}"), Target::Any, op, Fault::Error, 2, false);
-        eprintln!("{op:?}: {} faults", total_injected(&outs));
+    for op in [Op::Create, Op::Open, Op::Remove, Op::List] {
+        let outs = sweep(&format!("EIO on {op:?}"), Target::Any, op, Fault::Error, SEEDS, false);
+        assert!(total_injected(&outs) > 0, "no fault was injected on {op:?}");
     }
 }
 
-/// Every operation of an open (recovery, manifest roll, sweeping old files).
+/// `WritableFile::flush` is called only for writes that are not synced: the WAL's, by
+/// every write under `SyncPolicy::None` (a synced write syncs instead), and by the
+/// close before its final sync. Neither happens in an open, nor in the sweeps above,
+/// which sync most writes and clear the faults before closing.
+#[test]
+fn failing_flush() {
+    // Under `None`: the writes flush.
+    let mut probe = Scenario::new("EIO on Flush (measure)", 1000, Vec::new());
+    probe.sync = SyncPolicy::None;
+    let window = measure(&probe, Target::Any, Op::Flush);
+    assert!(window > 0, "writes under SyncPolicy::None made no flush");
+    for (seed, after) in fault_points(window, window, SEEDS as usize).into_iter().enumerate() {
+        let spec = FaultSpec::new(Target::Any, Op::Flush, Fault::Error)
+            .after(after)
+            .times(1);
+        let name = format!("EIO on Flush under None after {after}/{window}");
+        let mut s = Scenario::new(name.clone(), seed as u64, vec![spec]);
+        s.sync = SyncPolicy::None;
+        let o = run(s);
+        report(&name, &o);
+        assert_eq!(o.injected, 1, "{name}: no fault was injected");
+    }
+    // At close: the close fails, and a reopen recovers every acknowledged write.
+    let h = Harness::new(7, SyncPolicy::EveryBatch);
+    let hs = h.open_handles().expect("open");
+    let mut w = Workload::new(7);
+    for _ in 0..40 {
+        w.step(&hs).expect("fault-free step");
+    }
+    h.state()
+        .arm(FaultSpec::new(Target::Kind(FileKind::Wal), Op::Flush, Fault::Error).times(1));
+    let closed = hs.close();
+    h.state().clear();
+    assert_eq!(
+        h.state().injected(Fault::Error, Op::Flush),
+        1,
+        "the close made no flush"
+    );
+    assert!(
+        matches!(closed, Err(ref e) if is_fault_error(e)),
+        "a close whose WAL flush failed returned {closed:?}"
+    );
+    let hs = h.open_handles().expect("reopen");
+    w.verify(&hs).unwrap_or_else(|p| panic!("after a failed close: {p}"));
+    hs.close().expect("close");
+}
+
+/// Every operation of an open (recovery, manifest roll, sweeping old files). Not here:
+/// `OpenAppend`, which Strata calls only to sync a hard-linked ingest file (and the
+/// fault-injecting file system links nothing), `Flush` (see `failing_flush`), and
+/// `CreateDir`, which a reopen does not call (see `failing_directory_creation`).
 #[test]
 fn failing_operations_during_open() {
     let ops = [
         Op::Create,
-        Op::OpenAppend,
         Op::Open,
         Op::Append,
-        Op::Flush,
         Op::Sync,
         Op::ReadAll,
         Op::Rename,
         Op::Remove,
         Op::List,
         Op::SyncDir,
-        Op::CreateDir,
     ];
     for op in ops {
         let outs = sweep_open(
@@ -77,8 +126,33 @@ fn failing_operations_during_open() {
             3,
             ReadPolicy::AllowErrors,
         );
-        eprintln!("{op:?}: {} faults", total_injected(&outs));
+        assert!(total_injected(&outs) > 0, "no fault was injected on {op:?}");
     }
+}
+
+/// An open makes the database's directory only when there is none yet: that failing,
+/// the open fails, creates nothing, and a retry creates the database.
+#[test]
+fn failing_directory_creation() {
+    use strata::{Db, Error};
+    let h = Harness::new(5, SyncPolicy::EveryBatch);
+    let dir = h.dir.path().join("db");
+    h.state()
+        .arm(FaultSpec::new(Target::Any, Op::CreateDir, Fault::Error).times(1));
+    let r = no_panic("open", || Db::open(&dir, h.options()));
+    assert_eq!(
+        h.state().injected(Fault::Error, Op::CreateDir),
+        1,
+        "the open made no directory"
+    );
+    assert!(matches!(r, Err(Error::Io { .. })), "{:?}", r.as_ref().err());
+    assert!(!dir.exists(), "a failed open left {dir:?}");
+    let db = Db::open(&dir, h.options()).expect("open after the fault");
+    db.put(b"k", b"v").expect("put");
+    db.close().expect("close");
+    let db = Db::open(&dir, h.options()).expect("reopen");
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    db.close().expect("close");
 }
 
 /// A full disk: every append, sync and create fails with `ENOSPC` from a random point
@@ -115,7 +189,7 @@ fn disk_full() {
 /// half-applied.
 #[test]
 fn concurrent_writers_under_wal_faults() {
-    use strata::{SyncPolicy, WriteBatch};
+    use strata::WriteBatch;
     const THREADS: usize = 4;
     const BATCHES: usize = 60;
     let key = |t: usize, i: usize, j: usize| format!("t{t}/b{i:03}/{j}").into_bytes();
