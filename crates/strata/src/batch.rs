@@ -68,16 +68,7 @@ pub enum BatchOp<'a> {
     },
 }
 
-impl<'a> BatchOp<'a> {
-    /// The key of a point operation (put, delete, deferred delete); `None` for range
-    /// and secondary range deletes.
-    pub fn point_key(&self) -> Option<&'a [u8]> {
-        match *self {
-            BatchOp::Put { key, .. } | BatchOp::Delete { key, .. } | BatchOp::DeferredDelete { key, .. } => Some(key),
-            BatchOp::DeleteRange { .. } | BatchOp::DeleteWhere { .. } => None,
-        }
-    }
-
+impl BatchOp<'_> {
     /// The keyspace the operation writes to.
     pub fn keyspace(&self) -> u32 {
         match *self {
@@ -145,8 +136,8 @@ impl WriteBatch {
     }
 
     /// The next operation added takes the seqno of the previous one (no effect on an
-    /// empty batch). Used to write one row version to several keyspaces. Point
-    /// operations sharing a seqno must name different keys (or keyspaces): a write
+    /// empty batch). Used to write one row version to several keyspaces. Puts and
+    /// deletes sharing a seqno must name different keys (or keyspaces): a write
     /// refuses the batch otherwise.
     pub fn share_seq(&mut self) {
         self.share_next = self.count > 0;

@@ -90,7 +90,7 @@ impl DbInner {
         let mut last = u32::MAX;
         // A record is named by its keyspace and seqno (`delete_key::record_name`).
         let mut records: Vec<(u32, SeqNo)> = Vec::new();
-        // Point keys of the seqno being read, when the batch shares any.
+        // Keys put or deleted at the seqno being read, when the batch shares any.
         let sharing = batch.seq_count() < batch.len() as u64;
         let mut group: (SeqNo, Vec<(u32, &[u8])>) = (0, Vec::new());
         for op in batch.ops_with_seq(1) {
@@ -100,7 +100,8 @@ impl DbInner {
                 return Err(Error::NotFound(format!("keyspace id {ks} (dropped or never created)")));
             }
             last = ks;
-            if sharing && let Some(key) = op.point_key() {
+            // A deferred delete's entry takes the seqno it names, not the batch's.
+            if sharing && let BatchOp::Put { key, .. } | BatchOp::Delete { key, .. } = op {
                 if seq != group.0 {
                     check_distinct_keys(&mut group.1)?;
                     group.0 = seq;
@@ -554,7 +555,7 @@ fn failed(bg: &mut BgState, e: &Error) {
     }
 }
 
-/// Refuses two point operations on one key at one seqno (`share_seq`): they make one
+/// Refuses two puts or deletes of one key at one seqno (`share_seq`): they make one
 /// internal key, and the memtable keeps only the first (a `Put` sorts before a `Delete`
 /// whatever the batch's order), so the batch would not read as written. Empties `keys`.
 fn check_distinct_keys(keys: &mut Vec<(u32, &[u8])>) -> Result<()> {
