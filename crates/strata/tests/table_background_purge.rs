@@ -167,11 +167,12 @@ fn a_snapshot_older_than_the_write_keeps_the_old_entries_until_released() {
 
 #[test]
 fn nothing_is_purged_while_nobody_reads_the_indexes() {
-    let (_dir, _db, t) = loaded(50);
+    let (_dir, db, t) = loaded(50);
     for id in 0..50 {
         t.replace(vec![u(id), u(100 + id), u(0)]).expect("replace");
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // Waits until the purge queue is drained too: a job wrongly queued has run by now.
+    db.wait_for_background().expect("settle");
     let s = t.stats().expect("stats");
     assert_eq!((s.background_purges, s.commit_purges, s.hidden_reads), (0, 0, 0), "{s}");
     // The old entries are still there, dirty, and skipped.
