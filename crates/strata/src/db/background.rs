@@ -704,19 +704,21 @@ mod tests {
     /// Between a flush's job context and its snapshot list.
     pub(super) static FLUSH_GATE: Gate = Gate::new();
 
-    /// A snapshot taken while a flush runs, then a delete-where that covers a row the
-    /// flush writes: the snapshot still reads the row after the flush.
-    #[test]
-    fn a_snapshot_taken_during_a_flush_keeps_rows_a_later_delete_where_covers() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options::default()).expect("open");
+    /// Keyspace `k` with a 1-byte delete key and the row `row` = `[5, 50]` (delete key 5).
+    fn keyed(db: &Db) -> crate::Keyspace {
         let ks = db.create_keyspace("k").expect("ks");
         ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
             .expect("set dk");
         ks.put(b"row", &[5, 50]).expect("put");
+        ks
+    }
+
+    /// Runs `during` while a flush of `db` waits at [`FLUSH_GATE`], then lets the flush
+    /// finish (it must succeed); returns what `during` returned.
+    fn during_a_flush<T: Send>(db: &Db, during: impl FnOnce() -> T + Send) -> T {
         let (reached_tx, reached) = channel();
         let (go_tx, go) = channel::<()>();
-        FLUSH_GATE.set(dir.path(), move || {
+        FLUSH_GATE.set(&db.inner.dir, move || {
             let _ = reached_tx.send(());
             let _ = go.recv_timeout(Duration::from_secs(30));
         });
@@ -725,17 +727,31 @@ mod tests {
             reached
                 .recv_timeout(Duration::from_secs(30))
                 .expect("the flush reached the gate");
-            let snap = db.snapshot();
-            ks.delete_where(&[0], &[10]).expect("delete_where");
+            let out = during();
             go_tx.send(()).expect("go");
             flush.join().expect("flush thread").expect("flush");
-            assert_eq!(ks.get(b"row").expect("get"), None);
-            assert_eq!(
-                snap.get(&ks, b"row").expect("snapshot get").as_deref(),
-                Some(&[5, 50][..]),
-                "the snapshot predates the delete"
-            );
+            out
+        })
+    }
+
+    /// A snapshot taken while a flush runs, then a delete-where that covers a row the
+    /// flush writes: the snapshot still reads the row after the flush.
+    #[test]
+    fn a_snapshot_taken_during_a_flush_keeps_rows_a_later_delete_where_covers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let ks = keyed(&db);
+        let snap = during_a_flush(&db, || {
+            let snap = db.snapshot();
+            ks.delete_where(&[0], &[10]).expect("delete_where");
+            snap
         });
+        assert_eq!(ks.get(b"row").expect("get"), None);
+        assert_eq!(
+            snap.get(&ks, b"row").expect("snapshot get").as_deref(),
+            Some(&[5, 50][..]),
+            "the snapshot predates the delete"
+        );
     }
 
     /// A keyspace dropped while a flush writes its delete-where record: the flush's edit
@@ -745,38 +761,13 @@ mod tests {
     fn a_flush_leaves_out_records_of_a_keyspace_dropped_meanwhile() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        let ks = db.create_keyspace("k").expect("ks");
-        ks.set_delete_key(DeleteKey::new(0, 1).expect("dk"), TileChoice::Fixed(4))
-            .expect("set dk");
-        ks.put(b"row", &[5, 50]).expect("put");
+        let ks = keyed(&db);
         ks.delete_where(&[0], &[10]).expect("delete_where");
         let id = ks.id();
-        let (reached_tx, reached) = channel();
-        let (go_tx, go) = channel::<()>();
-        FLUSH_GATE.set(dir.path(), move || {
-            let _ = reached_tx.send(());
-            let _ = go.recv_timeout(Duration::from_secs(30));
-        });
-        std::thread::scope(|s| {
-            let flush = s.spawn(|| db.flush());
-            reached
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the flush reached the gate");
-            db.drop_keyspace("k").expect("drop");
-            go_tx.send(()).expect("go");
-            flush.join().expect("flush thread").expect("flush");
-        });
-        let prefix = format!("strata.delete_where.{id}.");
-        let left: Vec<String> = db
-            .inner
-            .current()
-            .version
-            .meta
-            .keys()
-            .filter(|k| k.starts_with(&prefix))
-            .cloned()
-            .collect();
-        assert!(left.is_empty(), "records of a dropped keyspace: {left:?}");
+        during_a_flush(&db, || db.drop_keyspace("k").expect("drop"));
+        let meta = db.inner.current().version.meta.clone();
+        let left: Vec<String> = crate::delete_key::meta_names_of(&meta, id).collect();
+        assert!(left.is_empty(), "delete-key entries of a dropped keyspace: {left:?}");
         db.close().expect("close");
     }
 

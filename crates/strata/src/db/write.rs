@@ -563,10 +563,10 @@ fn check_distinct_keys(keys: &mut Vec<(u32, &[u8])>) -> Result<()> {
     if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
         return Err(Error::InvalidArgument(format!(
             "two operations on one key of keyspace id {} share a seqno (share_seq): {} bytes \
-             starting {:?}",
+             starting {}",
             w[0].0,
             w[0].1.len(),
-            String::from_utf8_lossy(&w[0].1[..w[0].1.len().min(32)])
+            crate::sstable::escape(&w[0].1[..w[0].1.len().min(32)])
         )));
     }
     keys.clear();

@@ -67,6 +67,7 @@ pub use block::{Block, BlockIter, Walked};
 pub use bloom::FilterKey;
 pub use builder::{DataBlockObserver, SstOptions, SstWriter, TileOptions};
 pub use cache::{BlockCache, SstCache};
+pub(crate) use dump::escape;
 pub use dump::{DumpOptions, dump};
 pub use external::{ExternalFileInfo, ExternalSstWriter, FileDigest};
 pub use format::Compression;

@@ -155,7 +155,7 @@ pub(crate) fn run(db: &Arc<DbInner>) {
     let Ok(tables) = Tables::of(db) else {
         return;
     };
-    let mut waiting: VecDeque<Held> = VecDeque::new();
+    let mut waiting: VecDeque<Tried> = VecDeque::new();
     loop {
         if db.closed.load(Ordering::Acquire) {
             return;
@@ -190,13 +190,15 @@ pub(crate) fn run(db: &Arc<DbInner>) {
         // snapshot left between that row's old version and the write (a cheap check,
         // where reading its rows again is not). Snapshots older than every old version
         // do not hold it back.
-        let (held, ready): (Vec<_>, Vec<_>) = {
+        let (mut retry, mut round): (Vec<_>, Vec<_>) = {
             let snaps = db.snapshots.lock();
             waiting.drain(..).partition(|h| snaps.any_in(h.from..h.job.base))
         };
-        let mut round: Vec<(PurgeJob, Instant)> = ready.into_iter().map(|h| (h.job, h.since)).collect();
-        round.extend(fresh.into_iter().map(|j| (j, now)));
-        let mut retry = held;
+        round.extend(fresh.into_iter().map(|job| Tried {
+            job,
+            since: now,
+            from: 0,
+        }));
         if !round.is_empty() {
             let n = round.len();
             let later = purge_round(db, tables, round);
@@ -214,19 +216,20 @@ pub(crate) fn run(db: &Arc<DbInner>) {
     }
 }
 
-/// A job held back by a snapshot, with only the rows that must wait.
-struct Held {
+/// A job as the purge thread tries it; once held back by a snapshot, with only the rows
+/// that must wait.
+struct Tried {
     job: PurgeJob,
     /// When it was first tried.
     since: Instant,
-    /// The newest old version among its rows: that row is free once no snapshot is
-    /// left in `[from, base)`.
+    /// Held back: the newest old version among its rows, which is free once no
+    /// snapshot is left in `[from, base)`.
     from: SeqNo,
 }
 
 /// Purges what it can of `round` in one write; returns the jobs that must wait for a
 /// snapshot.
-fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant)>) -> Vec<Held> {
+fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<Tried>) -> Vec<Tried> {
     // Shared like a table statement: index drops wait until the deletes are written.
     let _ddl = tables.ddl.read();
     let catalog = tables.catalog();
@@ -234,7 +237,7 @@ fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant
     let mut done: Vec<(Arc<TableState>, u64)> = Vec::new();
     let mut cleaned: Vec<Cleaned> = Vec::new();
     let mut later = Vec::new();
-    for (mut job, since) in round {
+    for Tried { mut job, since, .. } in round {
         let rt = match catalog.tables.get(&job.table) {
             Some(rt) if rt.layout.primary == job.primary => rt,
             // Dropped (or dropped and created again): nothing of it to purge.
@@ -244,7 +247,7 @@ fn purge_round(db: &Arc<DbInner>, tables: &Tables, round: Vec<(PurgeJob, Instant
         done.push((job.state.clone(), purged));
         if !retry.is_empty() {
             job.rows = retry;
-            later.push(Held { job, since, from });
+            later.push(Tried { job, since, from });
         }
     }
     if batch.is_empty() {
@@ -276,9 +279,9 @@ type Cleaned = (u32, Vec<u8>, SeqNo);
 
 /// Adds the deferred deletes of one job's old versions to `batch`, and to `cleaned` the
 /// versions whose every secondary entry got one; returns how many versions it purged,
-/// the rows that must wait for a snapshot, and the newest old version among those. A row whose old version cannot be read
-/// or decoded is dropped (and counted); the foreground read of that key reports the
-/// error, and compaction purges what it can.
+/// the rows that must wait for a snapshot, and the newest old version among those. A
+/// row whose old version cannot be read or decoded is dropped (and counted); the
+/// foreground read of that key reports the error, and compaction purges what it can.
 fn purge_job(
     db: &DbInner,
     rt: &TableRuntime,
