@@ -170,11 +170,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Multimap(cmd) => crate::multimap_cmds::run(db_dir, enc, cmd, &mut out)?,
         Command::Repair { to } => {
-            let Some(src) = db_dir else {
-                return Err(CliError::Usage(
-                    "no database given: pass --db DIR or set STRATA_DB".into(),
-                ));
-            };
+            let src = given(db_dir)?;
             let mode = OPEN_FLAGS.get().map(|f| f.recovery_mode).unwrap_or_default();
             let report = strata::repair::salvage(src, &to, mode)?;
             writeln!(out, "{report}")?;
@@ -226,12 +222,13 @@ pub(crate) fn read_options() -> Options {
     }
 }
 
+/// The database directory, which every command but `dump-sst` and `sst-write` needs.
+pub(crate) fn given(dir: Option<&Path>) -> Result<&Path> {
+    dir.ok_or_else(|| CliError::Usage("no database given: pass --db DIR or set STRATA_DB".into()))
+}
+
 fn open_with(dir: Option<&Path>, opts: Options) -> Result<Db> {
-    let Some(dir) = dir else {
-        return Err(CliError::Usage(
-            "no database given: pass --db DIR or set STRATA_DB".into(),
-        ));
-    };
+    let dir = given(dir)?;
     no_serve("a command that works on one database")?;
     if crate::store::is_partitioned(dir) {
         return Err(CliError::Runtime(format!(

@@ -26,11 +26,7 @@ impl Store {
     /// Opens `dir`: partitioned if it holds a partition descriptor, else one database.
     /// `partitions` asks for a partitioned directory (created when missing).
     fn open(dir: Option<&Path>, create: bool, partitions: Option<usize>) -> Result<Store> {
-        let Some(d) = dir else {
-            return Err(CliError::Usage(
-                "no database given: pass --db DIR or set STRATA_DB".into(),
-            ));
-        };
+        let d = crate::commands::given(dir)?;
         if d.join(DESCRIPTOR_FILE).exists() {
             let opts = open_options(false);
             return Ok(Store::Parts(match partitions {
@@ -55,11 +51,7 @@ impl Store {
     /// [`open`](Self::open) for a command that only reads: read-only, so the open's
     /// recovery changes nothing (`commands::open_to_read`).
     fn open_to_read(dir: Option<&Path>) -> Result<Store> {
-        let Some(d) = dir else {
-            return Err(CliError::Usage(
-                "no database given: pass --db DIR or set STRATA_DB".into(),
-            ));
-        };
+        let d = crate::commands::given(dir)?;
         if d.join(DESCRIPTOR_FILE).exists() {
             return Ok(Store::Parts(Partitions::open_existing(
                 d,

@@ -51,11 +51,7 @@ impl Store {
             true => crate::commands::read_options(),
             false => open_options(create),
         };
-        let Some(dir) = dir else {
-            return Err(CliError::Usage(
-                "no database given: pass --db DIR or set STRATA_DB".into(),
-            ));
-        };
+        let dir = crate::commands::given(dir)?;
         let serve = serve_flag();
         if let Some(n) = partitions {
             if !is_partitioned(dir) && dir.join("CURRENT").exists() {
