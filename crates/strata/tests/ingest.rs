@@ -239,6 +239,49 @@ fn files_go_to_the_deepest_level_above_the_data_they_overlap() {
     assert_eq!(get(&db, 103).as_deref(), Some("o:103"));
 }
 
+/// An ingest into an empty keyspace goes to the first level whose capacity holds it, not
+/// level 0: there the next level-0 compaction would rewrite all of it, and every one
+/// after that the part that reached level 1.
+#[test]
+fn a_large_ingest_into_an_empty_keyspace_lands_where_it_fits() {
+    let (tmp, db) = small_db();
+    let opts = small();
+    let big = external(tmp.path(), "big.sst", 0..20_000, "big");
+    let r = db
+        .ingest(&db.default_keyspace(), &[&big], IngestOptions::default())
+        .unwrap();
+    let (bytes, level) = (r.files[0].bytes, r.files[0].level as usize);
+    let capacity = |l: i32| opts.memtable_budget as f64 * opts.size_ratio.powi(l);
+    assert!(level >= 2, "{bytes} bytes placed at level {level}");
+    assert!(
+        capacity(level as i32) >= bytes as f64,
+        "level {level} cannot hold {bytes} bytes"
+    );
+    assert!(
+        capacity(level as i32 - 1) < bytes as f64,
+        "level {level} is deeper than {bytes} bytes need"
+    );
+    // Writes across its whole range, too few to fill level 1: the file stays as it is.
+    for i in 0..1_000u32 {
+        db.put(&key(i * 20 + 7), &[b'w'; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    let stats = db.stats();
+    assert!(stats.compactions > 0, "no compaction ran: the test shows nothing");
+    let name = strata::sstable::sst_file_name(r.files[0].number);
+    assert!(
+        dir_listing(&tmp.path().join("db")).contains(&name),
+        "the ingested file was rewritten: {} compaction bytes written",
+        stats.compaction_bytes_written
+    );
+    assert!(stats.compaction_bytes_written < bytes, "{stats}");
+    assert_eq!(db.get(&key(7)).unwrap().map(|v| v.len()), Some(40));
+    assert_eq!(get(&db, 8).as_deref(), Some("big:8"));
+    assert_eq!(db.scan(..).unwrap().count(), 20_000);
+    assert!(db.check(Default::default()).unwrap().ok());
+}
+
 #[test]
 fn external_deletes_remove_older_data() {
     let (tmp, db) = small_db();

@@ -18,8 +18,9 @@
 //! 4. the ingest takes one seqno `G` above every write so far (logged in the WAL as an
 //!    empty batch, so the log's seqnos stay contiguous), and every file is listed
 //!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
-//!    deepest level above every level holding data in its key range (in the level's
-//!    newest run when the level has one, else a new run); one manifest edit adds them
+//!    deepest level above every level holding data in its key range, or, when no level
+//!    does, at the last level or deeper, where the ingest's bytes fit (`place`; in the
+//!    level's newest run when the level has one, else a new run); one manifest edit adds them
 //!    all, then the version is installed and `G` becomes visible. Once logged, `G` is
 //!    taken even if the edit fails (an empty batch at `G` changes nothing): a later
 //!    write logging `G` again would make recovery refuse the WAL.
@@ -377,12 +378,17 @@ impl DbInner {
         let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         let mut files = Vec::with_capacity(staged.len());
         let now = self.opts.clock.now_micros();
+        let mut bytes: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in staged {
+            *bytes.entry(s.keyspace).or_default() += s.checked()?.file_size;
+        }
         for s in staged {
             let info = s.checked()?;
             let tree = version
                 .keyspace(s.keyspace)
                 .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
-            let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest);
+            let brought = bytes.get(&s.keyspace).copied().unwrap_or(info.file_size);
+            let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest, brought);
             let run = match run {
                 Some(r) => r,
                 None => *fresh_runs
@@ -471,11 +477,21 @@ impl DbInner {
     }
 }
 
-/// Where a file with user keys `[lo, hi]` goes: the deepest level above the first level
-/// (from the top) holding a file that overlaps it, or the last level when none does;
-/// in that level's newest run, or when the level has no run, the leveled run id or a new
+/// Where a file with user keys `[lo, hi]` goes, its ingest bringing `bytes` into the
+/// keyspace: the deepest level above the first level (from the top) holding a file that
+/// overlaps it. When none does, the last level, or the first level whose capacity holds
+/// `bytes` if that is deeper: a large ingest into a small tree would otherwise sit over
+/// capacity near the top and be rewritten by every compaction from above until it
+/// worked its way down (invariant 4 of `version`). In
+/// that level's newest run, or when the level has no run, the leveled run id or a new
 /// run (`None`).
-fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> (u32, Option<u64>) {
+fn place(
+    opts: &crate::Options,
+    tree: &crate::version::KeyspaceVersion,
+    lo: &[u8],
+    hi: &[u8],
+    bytes: u64,
+) -> (u32, Option<u64>) {
     let first_overlap = tree
         .levels
         .iter()
@@ -483,15 +499,25 @@ fn place(opts: &crate::Options, tree: &crate::version::KeyspaceVersion, lo: &[u8
     let level = match first_overlap {
         Some(0) => return (0, None),
         Some(k) => k - 1,
-        None => tree.levels.len().saturating_sub(1),
+        None => tree.levels.len().saturating_sub(1).max(fitting_level(opts, bytes)),
     };
     let run = match tree.levels.get(level).and_then(|l| l.runs.first()) {
         Some(r) => Some(r.id),
-        // An empty leveled level gets the one run id every compaction into it uses.
-        None if opts.is_leveled(level, tree.last_level()) => Some(crate::compaction::picker::LEVELED_RUN),
+        // An empty leveled level gets the one run id every compaction into it uses; a
+        // level below every other is the last level once the edit is in.
+        None if opts.is_leveled(level, tree.last_level().max(level)) => Some(crate::compaction::picker::LEVELED_RUN),
         None => None,
     };
     (level as u32, run)
+}
+
+/// The first level (from 1) whose capacity holds `bytes`.
+fn fitting_level(opts: &crate::Options, bytes: u64) -> usize {
+    // `size_ratio` >= 2 (`Options::validate`), so capacities pass any u64 long before.
+    const DEEPEST: usize = 64;
+    (1..DEEPEST)
+        .find(|&i| opts.level_capacity(i) >= bytes)
+        .unwrap_or(DEEPEST)
 }
 
 /// Refuses files of one keyspace whose key ranges overlap (naming both).

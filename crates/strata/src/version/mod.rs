@@ -34,9 +34,10 @@
 //!      into the oldest run of its output level, and every file it does not take there
 //!      lies outside its key range.
 //! 4. **Depth.** A level is created only below a level that outgrew its capacity
-//!    (`Options::level_capacity`): a compaction of the last level that is not over
-//!    capacity writes back into it, whatever triggered it (size, a FADE deadline, the
-//!    tombstone density), so the number of levels follows the data's size.
+//!    (`Options::level_capacity`), or by an ingest, no deeper than the first level whose
+//!    capacity holds the bytes it brings (`db::ingest`): a compaction of the last level
+//!    that is not over capacity writes back into it, whatever triggered it (size, a FADE
+//!    deadline, the tombstone density), so the number of levels follows the data's size.
 
 pub mod edit;
 pub mod manifest;
