@@ -292,6 +292,9 @@ struct DirIter {
     /// a double-ended scan must stop).
     has_key: bool,
     key_buf: Vec<u8>,
+    /// A value buffer handed back after a visit (`visit_next`), so that the values a
+    /// run of visits reads reuse one allocation.
+    spare: Vec<u8>,
     /// The one-run path's `PlainKeys::upper_lcp`.
     upper_lcp: usize,
 }
@@ -505,6 +508,24 @@ impl DirIter {
         Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
     }
 
+    /// The next visible entry handed to `f` as key and value borrowed from this cursor
+    /// (the value read into its spare buffer: no allocation per entry), unless it
+    /// reaches `other` (as `Scan::step`); false when there is none.
+    fn visit_next(&mut self, other: Option<&[u8]>, f: &mut impl FnMut(&[u8], &[u8])) -> Result<bool> {
+        let step = match self.dir {
+            Direction::Forward => self.step_forward(true)?,
+            Direction::Reverse => self.step_reverse(true)?,
+        };
+        let Some((_, value)) = step else { return Ok(false) };
+        let value = value.unwrap_or_default();
+        let go = !crossed(self.dir, &self.key_buf, other);
+        if go {
+            f(&self.key_buf, &value);
+        }
+        self.spare = value;
+        Ok(go)
+    }
+
     /// Leaves `key_buf` as the key returned last: `has_key` (for the other end).
     fn taken<T>(&mut self, r: T) -> Result<Option<T>> {
         self.has_key = true;
@@ -539,7 +560,7 @@ impl DirIter {
                 && !self.rdi.as_deref().is_some_and(|r| r.deletes(p.user_key, p.seq))
                 && !self.killed(self.merge.value(), p.seq);
             let seq = p.seq;
-            let value = (live && want_value).then(|| self.merge.value().to_vec());
+            let value = (live && want_value).then(|| copied(&mut self.spare, self.merge.value()));
             // Skip the rest of this user key.
             loop {
                 self.merge.advance()?;
@@ -600,12 +621,22 @@ impl DirIter {
     /// `step_forward` on the one-run path: the next live entry, with its value when
     /// `want_value`.
     fn step_plain(&mut self, want_value: bool) -> Result<Option<(SeqNo, Option<Vec<u8>>)>> {
-        let mut got = None;
+        let (mut got, mut spare) = (None, std::mem::take(&mut self.spare));
         self.walk_plain(&mut |_: &[u8], seq: SeqNo, v: &[u8]| {
-            got = Some((seq, want_value.then(|| v.to_vec())));
+            if want_value {
+                spare.clear();
+                spare.extend_from_slice(v);
+            }
+            got = Some(seq);
             false
         })?;
-        Ok(got)
+        Ok(match got {
+            Some(seq) if want_value => Some((seq, Some(spare))),
+            got => {
+                self.spare = spare;
+                got.map(|seq| (seq, None))
+            }
+        })
     }
 
     /// `fill` on the one-run path.
@@ -727,16 +758,22 @@ impl DirIter {
             }
             self.key_buf.clear();
             self.key_buf.extend_from_slice(p.user_key);
-            let mut newest: Option<(SeqNo, ValueKind, Option<Vec<u8>>)> = None;
+            // A delete-where record judges a version by its value.
+            let keep_value = want_value || self.deletes.is_some();
+            let mut value = std::mem::take(&mut self.spare);
+            value.clear();
+            let mut newest: Option<(SeqNo, ValueKind)> = None;
             loop {
                 if let Some(p) = parse_internal_key(self.merge.key()) {
                     if p.user_key != self.key_buf.as_slice() {
                         break;
                     }
                     if p.seq <= self.snapshot {
-                        // A delete-where record judges a version by its value.
-                        let v = (want_value || self.deletes.is_some()).then(|| self.merge.value().to_vec());
-                        newest = Some((p.seq, p.kind, v));
+                        if keep_value {
+                            value.clear();
+                            value.extend_from_slice(self.merge.value());
+                        }
+                        newest = Some((p.seq, p.kind));
                     }
                 }
                 self.merge.advance()?;
@@ -744,12 +781,17 @@ impl DirIter {
                     break;
                 }
             }
-            if let Some((seq, ValueKind::Put, v)) = newest
+            if let Some((seq, ValueKind::Put)) = newest
                 && !self.rdi.as_deref().is_some_and(|r| r.deletes(&self.key_buf, seq))
-                && !self.killed(v.as_deref().unwrap_or_default(), seq)
+                && !self.killed(&value, seq)
             {
-                return self.taken((seq, v.filter(|_| want_value)));
+                if want_value {
+                    return self.taken((seq, Some(value)));
+                }
+                self.spare = value;
+                return self.taken((seq, None));
             }
+            self.spare = value;
         }
         self.done = true;
         Ok(None)
@@ -958,6 +1000,7 @@ impl Scan {
             done: false,
             has_key: false,
             key_buf: Vec::new(),
+            spare: Vec::new(),
             upper_lcp: 0,
         }
     }
@@ -1053,6 +1096,69 @@ impl Scan {
         self.step(Direction::Reverse)
     }
 
+    /// Hands up to `max` entries from the front to `f`, in order, each key and value
+    /// borrowed for the call, and returns how many it handed: fewer than `max` only
+    /// once the scan is over. These are the entries `next` would return, without an
+    /// allocation for each (the values share one buffer), for callers that copy them
+    /// elsewhere anyway, such as a language binding. An error ends the scan, after the
+    /// entries before it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open(dir.path(), strata::Options::default())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k.as_bytes(), k.repeat(2).as_bytes())?;
+    /// }
+    /// let mut scan = db.scan(..)?;
+    /// let mut seen = Vec::new();
+    /// let mut take = |k: &[u8], v: &[u8]| seen.push((k.to_vec(), v.to_vec()));
+    /// assert_eq!(scan.next_run(2, &mut take)?, 2);
+    /// assert_eq!(scan.next_back_run(10, &mut take)?, 1); // the two ends meet
+    /// assert_eq!(scan.next_run(10, &mut take)?, 0);
+    /// assert_eq!(seen[2], (b"c".to_vec(), b"cc".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_run(&mut self, max: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<usize> {
+        self.visit_run(Direction::Forward, max, &mut f)
+    }
+
+    /// [`next_run`](Self::next_run) from the back: entries in descending key order.
+    pub fn next_back_run(&mut self, max: usize, mut f: impl FnMut(&[u8], &[u8])) -> Result<usize> {
+        self.visit_run(Direction::Reverse, max, &mut f)
+    }
+
+    fn visit_run(&mut self, dir: Direction, max: usize, f: &mut impl FnMut(&[u8], &[u8])) -> Result<usize> {
+        let mut n = 0;
+        while n < max && self.visit(dir, f)? {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The next entry from `dir`'s end handed to `f`, as `step` returns it; false once
+    /// the scan is over.
+    fn visit(&mut self, dir: Direction, f: &mut impl FnMut(&[u8], &[u8])) -> Result<bool> {
+        if self.finished {
+            return Ok(false);
+        }
+        if let Some(whole) = self.whole.as_mut() {
+            let e = take_end(whole, dir);
+            self.finished = e.is_none();
+            return Ok(e.map(|(k, _, v)| f(&k, &v)).is_some());
+        }
+        self.make_if_absent(dir);
+        let (it, other) = match dir {
+            Direction::Forward => (self.front.as_mut(), &self.back),
+            Direction::Reverse => (self.back.as_mut(), &self.front),
+        };
+        let Some(it) = it else { return Ok(false) };
+        let r = it.visit_next(other.as_deref().and_then(DirIter::last_key), f);
+        if !matches!(r, Ok(true)) {
+            self.finished = true;
+        }
+        r
+    }
+
     /// Adds the next live keys in direction `dir` to `out`, without their values
     /// (multimaps, whose entries are all key) and each with its first `cut` bytes cut
     /// off (empty if shorter), until `out` is full: at least one unless the scan is
@@ -1141,6 +1247,15 @@ impl Scan {
             }
         }
     }
+}
+
+/// `v` in `spare`'s allocation (taken from it), so that a cursor handed its value
+/// buffers back reads values without allocating.
+fn copied(spare: &mut Vec<u8>, v: &[u8]) -> Vec<u8> {
+    let mut out = std::mem::take(spare);
+    out.clear();
+    out.extend_from_slice(v);
+    out
 }
 
 /// The entry at the end of `whole` a cursor of `dir` would read next.
@@ -1444,6 +1559,14 @@ mod tests {
             }
             met.sort();
             assert_eq!(met, want);
+            // Runs from both ends, each entry borrowed for the call: every entry once.
+            let (mut s, mut front, mut back) = (scan()?, Vec::new(), Vec::new());
+            while s.next_run(2, |k, v| front.push((k.to_vec(), v.to_vec())))?
+                + s.next_back_run(3, |k, v| back.push((k.to_vec(), v.to_vec())))?
+                > 0
+            {}
+            front.extend(back.into_iter().rev());
+            assert_eq!(front, want);
             let want_keys: Vec<Vec<u8>> = want.iter().map(|(k, _)| k[1..].to_vec()).collect();
             let mut each = Vec::new();
             scan()?.for_each_key(1, &mut |k| each.push(k.to_vec()))?;

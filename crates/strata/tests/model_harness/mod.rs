@@ -68,6 +68,9 @@ pub enum ScanMode {
     Alternate,
     /// Only the first `n` items, forward.
     Take(usize),
+    /// `next_run` of up to `.0` entries, then `next_back_run` of up to `.1` (none when
+    /// 0), in turn until both hand none.
+    Runs(usize, usize),
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +183,7 @@ fn scan_mode() -> impl Strategy<Value = ScanMode> {
         3 => Just(ScanMode::Reverse),
         2 => Just(ScanMode::Alternate),
         1 => (0usize..10).prop_map(ScanMode::Take),
+        2 => (1usize..8, 0usize..8).prop_map(|(f, b)| ScanMode::Runs(f, b)),
     ]
 }
 
@@ -363,6 +367,34 @@ fn consume(scan: strata::Scan, mode: ScanMode) -> Result<Entries, String> {
             front.extend(back);
             Ok(front)
         }
+        ScanMode::Runs(front_n, back_n) => {
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            loop {
+                let a = scan
+                    .next_run(front_n, |k, v| front.push((k.to_vec(), v.to_vec())))
+                    .map_err(err)?;
+                let b = match back_n {
+                    0 => 0,
+                    n => scan
+                        .next_back_run(n, |k, v| back.push((k.to_vec(), v.to_vec())))
+                        .map_err(err)?,
+                };
+                if a < front_n && b > 0 {
+                    return Err(format!(
+                        "a run of {a} < {front_n} did not end the scan: {b} more from the back"
+                    ));
+                }
+                if a == 0 && b == 0 {
+                    break;
+                }
+            }
+            if scan.next().is_some() || scan.next_back().is_some() {
+                return Err("scan yielded items after its runs ended".into());
+            }
+            back.reverse();
+            front.extend(back);
+            Ok(front)
+        }
     }
 }
 
@@ -372,7 +404,7 @@ fn expected(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, mode: ScanMode)
         .filter(|(k, _)| in_bounds(k, lo, hi))
         .map(|(k, v)| (k.clone(), v.clone()));
     match mode {
-        ScanMode::Forward | ScanMode::Alternate => all.collect(),
+        ScanMode::Forward | ScanMode::Alternate | ScanMode::Runs(..) => all.collect(),
         ScanMode::Reverse => all.rev().collect(),
         ScanMode::Take(n) => all.take(n).collect(),
     }
