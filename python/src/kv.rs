@@ -11,6 +11,7 @@
 //! mutex is held across the release of its read-ahead, so it is only ever tried
 //! ([`busy`]).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -515,15 +516,13 @@ fn target<'a>(
     }
 }
 
-type KeyValue = (Vec<u8>, Vec<u8>);
-
 /// A lazy iterator over a key range, yielding `(key, value)` tuples of `bytes` (or keys
 /// alone when iterating a keyspace directly). Raises `ClosedError` once the database is
 /// closed.
 #[pyclass(frozen, module = "strata")]
 pub struct Scan {
     shared: Arc<Shared>,
-    it: Mutex<(Prefetch<KeyValue>, strata::Scan)>,
+    it: Mutex<(Prefetch<Entries>, strata::Scan)>,
     reverse: bool,
     keys_only: bool,
 }
@@ -537,43 +536,100 @@ pub fn busy<G>(guard: Option<G>) -> PyResult<G> {
 
 /// Items read ahead of the caller, so that the GIL is released once per run of items
 /// rather than per item: a scan reads at a fixed snapshot, so reading ahead changes no
-/// result. Runs start short (a caller may stop early) and double up to 512.
-pub struct Prefetch<T> {
-    pub buf: std::collections::VecDeque<T>,
+/// result. Runs start short (a caller may stop early) and double up to 512. `B` holds
+/// them: a queue of items, or [`Entries`] for a scan's keys and values.
+pub struct Prefetch<B> {
+    pub buf: B,
     pub run: usize,
     pub done: bool,
     /// An error met while reading ahead, raised once the items before it are taken.
     pub err: Option<strata::Error>,
 }
 
-impl<T> Prefetch<T> {
+/// What a [`Prefetch`] reads ahead into.
+pub trait Ahead: Default + Send {
+    /// Items not taken yet.
+    fn remaining(&self) -> usize;
+}
+
+impl<T: Send> Ahead for VecDeque<T> {
+    fn remaining(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A run of a scan's entries, keys and values one after another in one buffer: read
+/// ahead without an allocation per entry (`strata::Scan::next_run`), each copied once,
+/// into the `bytes` objects handed out.
+#[derive(Default)]
+pub struct Entries {
+    bytes: Vec<u8>,
+    /// Per entry, where its key ends and where its value ends in `bytes` (its key
+    /// starts where the entry before ends).
+    ends: Vec<(usize, usize)>,
+    /// Entries before this one were taken.
+    next: usize,
+}
+
+impl Entries {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.next = 0;
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.ends.push((key_end, self.bytes.len()));
+    }
+
+    /// The next entry's key and value.
+    fn pop_front(&mut self) -> Option<(&[u8], &[u8])> {
+        let i = self.next;
+        let &(key_end, end) = self.ends.get(i)?;
+        let start = match i.checked_sub(1) {
+            Some(before) => self.ends.get(before).map_or(0, |e| e.1),
+            None => 0,
+        };
+        self.next += 1;
+        Some((self.bytes.get(start..key_end)?, self.bytes.get(key_end..end)?))
+    }
+}
+
+impl Ahead for Entries {
+    fn remaining(&self) -> usize {
+        self.ends.len().saturating_sub(self.next)
+    }
+}
+
+impl<B: Ahead> Prefetch<B> {
     pub fn new() -> Self {
         Prefetch {
-            buf: std::collections::VecDeque::new(),
+            buf: B::default(),
             run: 8,
             done: false,
             err: None,
         }
     }
 
-    /// The next item: from the buffer, or after refilling it with `fill(n)` (up to `n`
-    /// items; fewer means the end).
-    pub fn next(
+    /// The next item, `take`n from the buffer, after refilling it with `fill(n)` (up to
+    /// `n` items; fewer means the end) when none is left.
+    pub fn next_with<R>(
         &mut self,
         py: Python<'_>,
         shared: &(impl Alive + ?Sized),
-        fill: impl FnOnce(usize, &mut std::collections::VecDeque<T>) -> strata::Result<()> + Send,
-    ) -> PyResult<Option<T>>
-    where
-        T: Send,
-    {
+        fill: impl FnOnce(usize, &mut B) -> strata::Result<()> + Send,
+        take: impl FnOnce(&mut B) -> Option<R>,
+    ) -> PyResult<Option<R>> {
         shared.check(py)?;
-        if self.buf.is_empty() && !self.done {
+        if self.buf.remaining() == 0 && !self.done {
             let n = self.run;
             self.run = (self.run * 2).min(512);
             let buf = &mut self.buf;
             let r = py.detach(|| fill(n, buf));
-            if self.buf.len() < n {
+            if self.buf.remaining() < n {
                 self.done = true;
             }
             if let Err(e) = r {
@@ -581,7 +637,7 @@ impl<T> Prefetch<T> {
                 self.err = Some(e);
             }
         }
-        match self.buf.pop_front() {
+        match take(&mut self.buf) {
             Some(item) => Ok(Some(item)),
             None => match self.err.take() {
                 Some(e) => Err(errors::to_py(py, e)),
@@ -589,19 +645,18 @@ impl<T> Prefetch<T> {
             },
         }
     }
+}
 
-    /// [`next`](Self::next), refilling from `step` (an iterator's `next` or
+impl<T: Send> Prefetch<VecDeque<T>> {
+    /// [`next_with`](Self::next_with), refilling from `step` (an iterator's `next` or
     /// `next_back`) until it ends or a run is read.
     pub fn next_of(
         &mut self,
         py: Python<'_>,
         shared: &(impl Alive + ?Sized),
         mut step: impl FnMut() -> Option<strata::Result<T>> + Send,
-    ) -> PyResult<Option<T>>
-    where
-        T: Send,
-    {
-        self.next(py, shared, |n, buf| {
+    ) -> PyResult<Option<T>> {
+        let fill = |n, buf: &mut VecDeque<T>| {
             for _ in 0..n {
                 match step() {
                     Some(r) => buf.push_back(r?),
@@ -609,7 +664,8 @@ impl<T> Prefetch<T> {
                 }
             }
             Ok(())
-        })
+        };
+        self.next_with(py, shared, fill, VecDeque::pop_front)
     }
 }
 
@@ -623,18 +679,28 @@ impl Scan {
         let reverse = self.reverse;
         let mut guard = busy(self.it.try_lock())?;
         let (pf, it) = &mut *guard;
-        let item = pf.next_of(py, &self.shared, || if reverse { it.next_back() } else { it.next() })?;
-        Ok(match item {
-            None => None,
-            Some((k, v)) => {
-                let k = PyBytes::new(py, &k);
-                Some(if self.keys_only {
+        let fill = |n, buf: &mut Entries| {
+            buf.clear();
+            let push = |k: &[u8], v: &[u8]| buf.push(k, v);
+            if reverse {
+                it.next_back_run(n, push)
+            } else {
+                it.next_run(n, push)
+            }
+            .map(drop)
+        };
+        let keys_only = self.keys_only;
+        let take = |buf: &mut Entries| {
+            buf.pop_front().map(|(k, v)| -> PyResult<Py<PyAny>> {
+                let k = PyBytes::new(py, k);
+                Ok(if keys_only {
                     k.into_any().unbind()
                 } else {
-                    PyTuple::new(py, [k, PyBytes::new(py, &v)])?.into_any().unbind()
+                    PyTuple::new(py, [k, PyBytes::new(py, v)])?.into_any().unbind()
                 })
-            }
-        })
+            })
+        };
+        pf.next_with(py, &self.shared, fill, take)?.transpose()
     }
 }
 

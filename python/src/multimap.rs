@@ -166,7 +166,7 @@ impl MultiMap {
 #[pyclass(frozen, module = "strata")]
 pub struct Values {
     shared: Arc<Shared>,
-    it: Mutex<(Prefetch<Vec<u8>>, EngineValues)>,
+    it: Mutex<(Prefetch<std::collections::VecDeque<Vec<u8>>>, EngineValues)>,
     reverse: bool,
 }
 

@@ -692,7 +692,7 @@ pub type RowSource = Box<dyn Iterator<Item = strata::Result<Vec<Value>>> + Send>
 pub struct Rows {
     alive: Arc<dyn Alive + Send + Sync>,
     fields: Arc<Vec<FieldSpec>>,
-    rows: Mutex<(Prefetch<Vec<Value>>, RowSource)>,
+    rows: Mutex<(Prefetch<std::collections::VecDeque<Vec<Value>>>, RowSource)>,
 }
 
 impl Rows {

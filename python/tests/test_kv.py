@@ -64,6 +64,22 @@ def test_oversized_key_is_invalid_argument_and_writes_nothing(db: strata.Databas
     assert list(db.scan()) == []
 
 
+def test_long_scans_hand_every_entry_across_read_ahead_runs(db: strata.Database) -> None:
+    # Scans read ahead in runs of 8 doubling to 512, keys and values of each run in one
+    # buffer: lengths vary (an empty value too) so each entry's bounds are checked.
+    items = {b"k%05d" % i + b"x" * (i % 5): b"v" * (i % 37) for i in range(3000)}
+    with db.batch() as b:
+        for k, v in items.items():
+            b.put(k, v)
+    want = sorted(items.items())
+    assert list(db.scan()) == want
+    db.flush()
+    assert list(db.scan(reverse=True)) == want[::-1]
+    lo, hi = want[100][0], want[2500][0]
+    assert list(db.scan(lo, hi)) == want[100:2500]
+    assert list(db) == [k for k, _ in want]
+
+
 def test_scan_bounds_reverse_and_laziness(db: strata.Database) -> None:
     for i in range(100):
         db[b"k%03d" % i] = b"%d" % i
