@@ -559,8 +559,8 @@ impl<T: Send> Ahead for VecDeque<T> {
 }
 
 /// A run of a scan's entries, keys and values one after another in one buffer: read
-/// ahead without an allocation per entry (`strata::Scan::next_run`), each copied once,
-/// into the `bytes` objects handed out.
+/// ahead without an allocation per entry (`strata::Scan::next_run`), then copied into
+/// the `bytes` objects handed out.
 #[derive(Default)]
 pub struct Entries {
     bytes: Vec<u8>,
@@ -676,12 +676,12 @@ impl Scan {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let reverse = self.reverse;
+        let (reverse, keys_only) = (self.reverse, self.keys_only);
         let mut guard = busy(self.it.try_lock())?;
         let (pf, it) = &mut *guard;
         let fill = |n, buf: &mut Entries| {
             buf.clear();
-            let push = |k: &[u8], v: &[u8]| buf.push(k, v);
+            let push = |k: &[u8], v: &[u8]| buf.push(k, if keys_only { &[] } else { v });
             if reverse {
                 it.next_back_run(n, push)
             } else {
@@ -689,7 +689,6 @@ impl Scan {
             }
             .map(drop)
         };
-        let keys_only = self.keys_only;
         let take = |buf: &mut Entries| {
             buf.pop_front().map(|(k, v)| -> PyResult<Py<PyAny>> {
                 let k = PyBytes::new(py, k);

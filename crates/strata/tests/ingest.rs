@@ -282,6 +282,29 @@ fn a_large_ingest_into_an_empty_keyspace_lands_where_it_fits() {
     assert!(db.check(Default::default()).unwrap().ok());
 }
 
+/// Only files that overlap nothing size the level below the data: a large file over the
+/// data goes above it, and a small one beside it in the same ingest stays at the last
+/// level instead of opening the level the large one would need.
+#[test]
+fn a_file_over_the_data_does_not_size_the_level_of_one_beside_it() {
+    let (tmp, db) = small_db();
+    for i in 0..200 {
+        db.put(&key(i), &[b'x'; 40]).unwrap();
+    }
+    db.compact_range().unwrap();
+    let last = db.stats().keyspaces[0].levels.iter().rposition(|l| l.files > 0).unwrap();
+    assert_eq!(last, 1, "the data should sit at level 1");
+    let over = external(tmp.path(), "over.sst", 0..20_000, "o");
+    let beside = external(tmp.path(), "beside.sst", 30_000..30_010, "b");
+    let r = db
+        .ingest(&db.default_keyspace(), &[&over, &beside], IngestOptions::default())
+        .unwrap();
+    assert!(r.files[0].bytes > 100 << 10, "the large file should need level 2 alone");
+    assert_eq!((r.files[0].level, r.files[1].level), (0, 1));
+    assert_eq!(get(&db, 30_005).as_deref(), Some("b:30005"));
+    assert_eq!(get(&db, 5).as_deref(), Some("o:5"));
+}
+
 #[test]
 fn external_deletes_remove_older_data() {
     let (tmp, db) = small_db();

@@ -378,9 +378,16 @@ impl DbInner {
         let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         let mut files = Vec::with_capacity(staged.len());
         let now = self.opts.clock.now_micros();
+        // What the ingest brings to each keyspace below all of its data: files that
+        // overlap data go above it, whatever their size.
         let mut bytes: BTreeMap<u32, u64> = BTreeMap::new();
         for s in staged {
-            *bytes.entry(s.keyspace).or_default() += s.checked()?.file_size;
+            let info = s.checked()?;
+            if let Some(tree) = version.keyspace(s.keyspace)
+                && first_overlap(tree, &info.smallest, &info.largest).is_none()
+            {
+                *bytes.entry(s.keyspace).or_default() += info.file_size;
+            }
         }
         for s in staged {
             let info = s.checked()?;
@@ -478,7 +485,7 @@ impl DbInner {
 }
 
 /// Where a file with user keys `[lo, hi]` goes, its ingest bringing `bytes` into the
-/// keyspace: the deepest level above the first level (from the top) holding a file that
+/// keyspace below all of its data: the deepest level above the first level (from the top) holding a file that
 /// overlaps it. When none does, the last level, or the first level whose capacity holds
 /// `bytes` if that is deeper: a large ingest into a small tree would otherwise sit over
 /// capacity near the top and be rewritten by every compaction from above until it
@@ -492,11 +499,7 @@ fn place(
     hi: &[u8],
     bytes: u64,
 ) -> (u32, Option<u64>) {
-    let first_overlap = tree
-        .levels
-        .iter()
-        .position(|l| l.files().any(|f| f.overlaps(Some(lo), Some(hi))));
-    let level = match first_overlap {
+    let level = match first_overlap(tree, lo, hi) {
         Some(0) => return (0, None),
         Some(k) => k - 1,
         None => tree.levels.len().saturating_sub(1).max(fitting_level(opts, bytes)),
@@ -509,6 +512,13 @@ fn place(
         None => None,
     };
     (level as u32, run)
+}
+
+/// The first level (from the top) holding a file that overlaps `[lo, hi]`.
+fn first_overlap(tree: &crate::version::KeyspaceVersion, lo: &[u8], hi: &[u8]) -> Option<usize> {
+    tree.levels
+        .iter()
+        .position(|l| l.files().any(|f| f.overlaps(Some(lo), Some(hi))))
 }
 
 /// The first level (from 1) whose capacity holds `bytes`.

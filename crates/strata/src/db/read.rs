@@ -292,8 +292,9 @@ struct DirIter {
     /// a double-ended scan must stop).
     has_key: bool,
     key_buf: Vec<u8>,
-    /// A value buffer handed back after a visit (`visit_next`), so that the values a
-    /// run of visits reads reuse one allocation.
+    /// A value buffer the steps read values into and get back when the value is not
+    /// handed out (`visit_next`, a dead key, no value wanted), so that a run of visits
+    /// reads its values into one allocation.
     spare: Vec<u8>,
     /// The one-run path's `PlainKeys::upper_lcp`.
     upper_lcp: usize,
@@ -505,7 +506,7 @@ impl DirIter {
             Direction::Forward => self.step_forward(true)?,
             Direction::Reverse => self.step_reverse(true)?,
         };
-        Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, v.unwrap_or_default())))
+        Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, exact(v.unwrap_or_default()))))
     }
 
     /// The next visible entry handed to `f` as key and value borrowed from this cursor
@@ -1100,8 +1101,8 @@ impl Scan {
     /// borrowed for the call, and returns how many it handed: fewer than `max` only
     /// once the scan is over. These are the entries `next` would return, without an
     /// allocation for each (the values share one buffer), for callers that copy them
-    /// elsewhere anyway, such as a language binding. An error ends the scan, after the
-    /// entries before it.
+    /// elsewhere anyway, such as a language binding. An error ends the scan: it is
+    /// returned once the entries before it were handed to `f`.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -1247,6 +1248,15 @@ impl Scan {
             }
         }
     }
+}
+
+/// `v` without the spare room a reused buffer may have kept from a longer value (an
+/// older version, an earlier key): an entry handed out owns no more than it holds.
+fn exact(mut v: Vec<u8>) -> Vec<u8> {
+    if v.capacity() > v.len().saturating_mul(2).max(64) {
+        v.shrink_to_fit();
+    }
+    v
 }
 
 /// `v` in `spare`'s allocation (taken from it), so that a cursor handed its value
@@ -1511,6 +1521,21 @@ mod tests {
             asked < 10 && unasked == 98,
             "block reads: {asked} with filters, {unasked} without"
         );
+        Ok(())
+    }
+
+    /// A value read backward into the buffer an older, longer version of its key was
+    /// read into owns no more than it holds.
+    #[test]
+    fn a_value_handed_out_does_not_keep_a_longer_versions_room() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default())?;
+        db.put(b"k", &vec![b'x'; 1 << 20])?;
+        db.put(b"k", b"small")?;
+        for (_, v) in db.scan(..)?.rev().collect::<Result<Vec<_>>>()? {
+            assert_eq!(v, b"small");
+            assert!(v.capacity() < 1024, "{} bytes kept", v.capacity());
+        }
         Ok(())
     }
 
