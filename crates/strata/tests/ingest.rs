@@ -292,7 +292,11 @@ fn a_file_over_the_data_does_not_size_the_level_of_one_beside_it() {
         db.put(&key(i), &[b'x'; 40]).unwrap();
     }
     db.compact_range().unwrap();
-    let last = db.stats().keyspaces[0].levels.iter().rposition(|l| l.files > 0).unwrap();
+    let last = db.stats().keyspaces[0]
+        .levels
+        .iter()
+        .rposition(|l| l.files > 0)
+        .unwrap();
     assert_eq!(last, 1, "the data should sit at level 1");
     let over = external(tmp.path(), "over.sst", 0..20_000, "o");
     let beside = external(tmp.path(), "beside.sst", 30_000..30_010, "b");
