@@ -63,9 +63,11 @@ impl DbInner {
         get_in(&sv, &self.sst_cache, ks, key, snapshot, expect)
     }
 
-    /// The latest visible value of `key`. The super version is taken before the seqno:
-    /// everything up to that seqno is then in it, and no version it can see has been
-    /// compacted away from the files it holds.
+    /// The latest visible value of `key`. The super version is taken before the seqno,
+    /// so no version the read may need has been compacted away from the files it holds.
+    /// A memtable frozen between the two loads leaves the writes after the freeze out of
+    /// the super version although the seqno covers them: the answer is then the key's
+    /// value as of the freeze, an earlier state, never a mix.
     pub fn get_latest(&self, ks: u32, key: &[u8]) -> Result<Option<(SeqNo, Vec<u8>)>> {
         super::stats::Counters::add(&self.counters.point_reads, 1);
         let sv = self.current();
