@@ -805,8 +805,9 @@ impl Harness {
         self.check_depth()
     }
 
-    /// The tree grows a level only when the level above outgrew its capacity
-    /// (`version` invariant 4), so the deepest level seen is bounded by the bytes written.
+    /// The tree grows a level only when the level above outgrew its capacity, or by an
+    /// ingest no deeper than its bytes need (`version` invariant 4), so the deepest level
+    /// seen is bounded by the bytes written.
     pub fn check_depth(&self) -> Result<(), String> {
         let d = self.max_level_seen;
         if d < 2 {
