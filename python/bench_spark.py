@@ -16,8 +16,9 @@
     python bench_spark.py --rows 1000000 --json spark.json
 
 Ratios printed: Spark end to end (the session's start, then the first build in it, so
-with Spark's start-up, and the ingest) over eager and over deferred row-by-row time, the same with the fastest of the
-later builds (--repeat) in the session, and the ingest's bytes/s over dd's.
+with Spark's start-up, and the ingest) over eager and over deferred row-by-row time,
+the same with the fastest of the later builds (--repeat) in the session, and the
+ingest's bytes/s over dd's.
 """
 
 from __future__ import annotations

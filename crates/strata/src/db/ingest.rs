@@ -20,10 +20,10 @@
 //!    with `global_seq = G` (its entries, stored at seqno 0, are read at `G`) at the
 //!    deepest level above every level holding data in its key range, or, when no level
 //!    does, at the last level or deeper, where the ingest's bytes fit (`place`; in the
-//!    level's newest run when the level has one, else a new run); one manifest edit adds them
-//!    all, then the version is installed and `G` becomes visible. Once logged, `G` is
-//!    taken even if the edit fails (an empty batch at `G` changes nothing): a later
-//!    write logging `G` again would make recovery refuse the WAL.
+//!    level's newest run when the level has one, else a new run); one manifest edit
+//!    adds them all, then the version is installed and `G` becomes visible. Once
+//!    logged, `G` is taken even if the edit fails (an empty batch at `G` changes
+//!    nothing): a later write logging `G` again would make recovery refuse the WAL.
 //!
 //! A crash before the edit is durable leaves unlisted files that the next open deletes;
 //! after it, all of them are in. Snapshots taken before see none of it (their seqno is
@@ -378,24 +378,25 @@ impl DbInner {
         let mut fresh_runs: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         let mut files = Vec::with_capacity(staged.len());
         let now = self.opts.clock.now_micros();
-        // What the ingest brings to each keyspace below all of its data: files that
-        // overlap data go above it, whatever their size.
-        let mut bytes: BTreeMap<u32, u64> = BTreeMap::new();
-        for s in staged {
-            let info = s.checked()?;
-            if let Some(tree) = version.keyspace(s.keyspace)
-                && first_overlap(tree, &info.smallest, &info.largest).is_none()
-            {
-                *bytes.entry(s.keyspace).or_default() += info.file_size;
-            }
-        }
+        // Each file's keyspace and the first level holding data in its range; and what
+        // the ingest brings to each keyspace below all of its data (files over data go
+        // above it, whatever their size).
+        let mut found = Vec::with_capacity(staged.len());
+        let mut below: BTreeMap<u32, u64> = BTreeMap::new();
         for s in staged {
             let info = s.checked()?;
             let tree = version
                 .keyspace(s.keyspace)
                 .ok_or_else(|| Error::NotFound(format!("keyspace id {} (dropped during the ingest)", s.keyspace)))?;
-            let brought = bytes.get(&s.keyspace).copied().unwrap_or(info.file_size);
-            let (level, run) = place(&self.opts, tree, &info.smallest, &info.largest, brought);
+            let overlap = first_overlap(tree, &info.smallest, &info.largest);
+            if overlap.is_none() {
+                *below.entry(s.keyspace).or_default() += info.file_size;
+            }
+            found.push((s, info, tree, overlap));
+        }
+        for (s, info, tree, overlap) in found {
+            let bytes = below.get(&s.keyspace).copied().unwrap_or_default();
+            let (level, run) = place(&self.opts, tree, overlap, bytes);
             let run = match run {
                 Some(r) => r,
                 None => *fresh_runs
@@ -484,22 +485,20 @@ impl DbInner {
     }
 }
 
-/// Where a file with user keys `[lo, hi]` goes, its ingest bringing `bytes` into the
-/// keyspace below all of its data: the deepest level above the first level (from the top) holding a file that
-/// overlaps it. When none does, the last level, or the first level whose capacity holds
-/// `bytes` if that is deeper: a large ingest into a small tree would otherwise sit over
-/// capacity near the top and be rewritten by every compaction from above until it
-/// worked its way down (invariant 4 of `version`). In
-/// that level's newest run, or when the level has no run, the leveled run id or a new
-/// run (`None`).
+/// Where a file goes whose range first meets data at level `overlap` (from the top),
+/// its ingest bringing `bytes` into the keyspace below all of its data: the deepest
+/// level above `overlap`. When there is no overlap, the last level, or the first level
+/// whose capacity holds `bytes` if that is deeper: a large ingest into a small tree
+/// would otherwise sit over capacity near the top and be rewritten by every compaction
+/// from above until it worked its way down (invariant 4 of `version`). In that level's
+/// newest run, or when the level has no run, the leveled run id or a new run (`None`).
 fn place(
     opts: &crate::Options,
     tree: &crate::version::KeyspaceVersion,
-    lo: &[u8],
-    hi: &[u8],
+    overlap: Option<usize>,
     bytes: u64,
 ) -> (u32, Option<u64>) {
-    let level = match first_overlap(tree, lo, hi) {
+    let level = match overlap {
         Some(0) => return (0, None),
         Some(k) => k - 1,
         None => tree.levels.len().saturating_sub(1).max(fitting_level(opts, bytes)),

@@ -503,30 +503,39 @@ impl DirIter {
         r
     }
 
-    fn next_entry(&mut self) -> Result<Option<Entry>> {
+    /// Moves to the next visible entry, its user key left in `key_buf`; returns its
+    /// seqno and value, or `None` at the end or once it reaches `other` (the key the
+    /// other end of the scan returned last).
+    fn step_to(&mut self, other: Option<&[u8]>) -> Result<Option<(SeqNo, Vec<u8>)>> {
         let step = match self.dir {
             Direction::Forward => self.step_forward(true)?,
             Direction::Reverse => self.step_reverse(true)?,
         };
-        Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, exact(v.unwrap_or_default()))))
+        let Some((seq, value)) = step else { return Ok(None) };
+        let value = value.unwrap_or_default();
+        if crossed(self.dir, &self.key_buf, other) {
+            self.spare = value;
+            return Ok(None);
+        }
+        Ok(Some((seq, value)))
     }
 
-    /// The next visible entry handed to `f` as key and value borrowed from this cursor
-    /// (the value read into its spare buffer: no allocation per entry), unless it
-    /// reaches `other` (as `Scan::step`); false when there is none.
+    /// [`step_to`](Self::step_to), the entry owned.
+    fn next_entry(&mut self, other: Option<&[u8]>) -> Result<Option<Entry>> {
+        let step = self.step_to(other)?;
+        Ok(step.map(|(seq, v)| (self.key_buf.clone(), seq, exact(v))))
+    }
+
+    /// [`step_to`](Self::step_to), the entry handed to `f` as key and value borrowed
+    /// from this cursor (the value read into its spare buffer: no allocation per
+    /// entry); false when there is none.
     fn visit_next(&mut self, other: Option<&[u8]>, f: &mut impl FnMut(&[u8], &[u8])) -> Result<bool> {
-        let step = match self.dir {
-            Direction::Forward => self.step_forward(true)?,
-            Direction::Reverse => self.step_reverse(true)?,
+        let Some((_, value)) = self.step_to(other)? else {
+            return Ok(false);
         };
-        let Some((_, value)) = step else { return Ok(false) };
-        let value = value.unwrap_or_default();
-        let go = !crossed(self.dir, &self.key_buf, other);
-        if go {
-            f(&self.key_buf, &value);
-        }
+        f(&self.key_buf, &value);
         self.spare = value;
-        Ok(go)
+        Ok(true)
     }
 
     /// Leaves `key_buf` as the key returned last: `has_key` (for the other end).
@@ -1149,13 +1158,10 @@ impl Scan {
             self.finished = e.is_none();
             return Ok(e.map(|(k, _, v)| f(&k, &v)).is_some());
         }
-        self.make_if_absent(dir);
-        let (it, other) = match dir {
-            Direction::Forward => (self.front.as_mut(), &self.back),
-            Direction::Reverse => (self.back.as_mut(), &self.front),
+        let (Some(it), other) = self.cursor(dir) else {
+            return Ok(false);
         };
-        let Some(it) = it else { return Ok(false) };
-        let r = it.visit_next(other.as_deref().and_then(DirIter::last_key), f);
+        let r = it.visit_next(other, f);
         if !matches!(r, Ok(true)) {
             self.finished = true;
         }
@@ -1183,13 +1189,10 @@ impl Scan {
             }
             return Ok(());
         }
-        self.make_if_absent(dir);
-        let (it, other) = match dir {
-            Direction::Forward => (self.front.as_mut(), &self.back),
-            Direction::Reverse => (self.back.as_mut(), &self.front),
+        let (Some(it), other) = self.cursor(dir) else {
+            return Ok(());
         };
-        let Some(it) = it else { return Ok(()) };
-        let r = it.fill(cut, out, other.as_deref().and_then(DirIter::last_key));
+        let r = it.fill(cut, out, other);
         if !matches!(r, Ok(false)) {
             self.finished = true;
         }
@@ -1227,28 +1230,23 @@ impl Scan {
             self.finished = e.is_none();
             return e.map(Ok);
         }
+        let (it, other) = self.cursor(dir);
+        let r = it?.next_entry(other).transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.finished = true;
+        }
+        r
+    }
+
+    /// The cursor of `dir`'s end, made on first use, and the key the other end
+    /// returned last (where this one must stop).
+    fn cursor(&mut self, dir: Direction) -> (Option<&mut DirIter>, Option<&[u8]>) {
         self.make_if_absent(dir);
         let (it, other) = match dir {
-            Direction::Forward => (self.front.as_mut()?, &self.back),
-            Direction::Reverse => (self.back.as_mut()?, &self.front),
+            Direction::Forward => (&mut self.front, &self.back),
+            Direction::Reverse => (&mut self.back, &self.front),
         };
-        match it.next_entry() {
-            Ok(Some(e)) => {
-                if crossed(dir, &e.0, other.as_deref().and_then(DirIter::last_key)) {
-                    self.finished = true;
-                    return None;
-                }
-                Some(Ok(e))
-            }
-            Ok(None) => {
-                self.finished = true;
-                None
-            }
-            Err(e) => {
-                self.finished = true;
-                Some(Err(e))
-            }
-        }
+        (it.as_deref_mut(), other.as_deref().and_then(DirIter::last_key))
     }
 }
 
